@@ -1,0 +1,39 @@
+# socm-book: one virtual environment, pinned by requirements.txt.
+#   make book   build the book from the committed notebooks, check it, and say where to open it
+#   make test   every test: library, CLI, notebooks (strict nbval), the built book's HTML and browser checks
+#   make notebooks   re-execute every notebook in place (then commit the outputs)
+#   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+
+.PHONY: venv book build-book test notebooks bench clean
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+build-book: venv
+	rm -rf _build/html
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+book: build-book
+	$(PY) -m pytest -q tests/test_book_html.py tests/test_browser.py
+	@echo "The book is built: open $(CURDIR)/_build/html/index.html in a browser."
+
+test: build-book
+	$(PY) -m pytest tests notebooks $(NBVAL)
+
+notebooks: venv
+	$(PY) scripts/run_notebooks.py
+
+bench: venv
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf _build

@@ -1,0 +1,110 @@
+"""Input validation shared by every public function.
+
+Each check turns a bad argument into a ``TypeError`` or ``ValueError`` whose
+message says what was wrong and what to do, so that a reader never meets a
+silent NaN or a traceback from deep inside torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+def as_cloud(x, name: str = "cloud") -> torch.Tensor:
+    """Return a token cloud ``X`` (shape ``(n, d)``) as a float64 CPU tensor.
+
+    Accepts a numpy array or a torch tensor of real numbers; rejects anything
+    that is not two-dimensional, empty, complex or not finite.
+    """
+    if isinstance(x, np.ndarray):
+        if np.iscomplexobj(x):
+            raise TypeError(f"{name} is complex; token clouds must be real-valued.")
+        if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
+            raise TypeError(f"{name} has dtype {x.dtype}; pass a numeric (n, d) array.")
+        t = torch.from_numpy(np.ascontiguousarray(x))
+    elif isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise TypeError(f"{name} is complex; token clouds must be real-valued.")
+        t = x.detach()
+    else:
+        raise TypeError(
+            f"{name} is a {type(x).__name__}; pass a numpy array or torch tensor of shape "
+            "(n_tokens, d), e.g. one element of the list returned by token_embeddings()."
+        )
+    if t.ndim != 2:
+        hint = (
+            " A 1-D array is a single vector: reshape it to (1, d) if it is one token."
+            if t.ndim == 1
+            else " For a batch of clouds pass a list of (n_i, d) arrays."
+        )
+        raise ValueError(f"{name} has shape {tuple(t.shape)}; a token cloud must be 2-D (n_tokens, d).{hint}")
+    if t.shape[0] == 0 or t.shape[1] == 0:
+        raise ValueError(f"{name} has shape {tuple(t.shape)}; it needs at least one token and one dimension.")
+    t = t.to(device="cpu", dtype=torch.float64)
+    if not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).any(dim=1).nonzero()[0, 0])
+        raise ValueError(
+            f"{name} contains NaN or inf (first at token {bad}); check the encoder output or the data "
+            "that produced it before computing statistics."
+        )
+    return t
+
+
+def as_clouds(clouds, name: str = "clouds") -> list[torch.Tensor]:
+    """Validate a list of token clouds that share the embedding dimension ``d``."""
+    if isinstance(clouds, (np.ndarray, torch.Tensor)):
+        raise TypeError(
+            f"{name} is a single {type(clouds).__name__} of shape {tuple(clouds.shape)}; pass a list of "
+            "(n_i, d) arrays, one per text (for a stacked (N, n, d) array use list(array))."
+        )
+    if not isinstance(clouds, Sequence) or isinstance(clouds, (str, bytes)):
+        raise TypeError(f"{name} must be a list of (n_i, d) arrays, got {type(clouds).__name__}.")
+    if len(clouds) == 0:
+        raise ValueError(f"{name} is empty; pass at least one token cloud.")
+    out = [as_cloud(c, f"{name}[{k}]") for k, c in enumerate(clouds)]
+    d0 = out[0].shape[1]
+    for k, c in enumerate(out):
+        if c.shape[1] != d0:
+            raise ValueError(
+                f"{name}[{k}] has d = {c.shape[1]} but {name}[0] has d = {d0}; all clouds must come from "
+                "the same encoder and layer."
+            )
+    return out
+
+
+def as_pairs(pairs, n_clouds: int) -> np.ndarray:
+    """Validate index pairs ``(i, j)`` into a list of ``n_clouds`` clouds; returns an int64 ``(P, 2)`` array."""
+    try:
+        arr = np.asarray(pairs)
+    except Exception as exc:  # ragged input
+        raise TypeError(f"pairs must be a sequence of (i, j) index pairs: {exc}") from None
+    if arr.size == 0:
+        raise ValueError("pairs is empty; pass at least one (i, j) pair, or pairs=None for all pairs i < j.")
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"pairs has shape {arr.shape}; expected (P, 2) integer index pairs.")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"pairs has dtype {arr.dtype}; indices must be integers.")
+    if arr.min() < 0 or arr.max() >= n_clouds:
+        raise ValueError(f"pairs holds indices outside [0, {n_clouds - 1}] (there are {n_clouds} clouds).")
+    return arr.astype(np.int64)
+
+
+def as_texts(texts, name: str = "texts") -> list[str]:
+    """Validate a list of non-empty strings."""
+    if isinstance(texts, str):
+        raise TypeError(f"{name} is a single string; pass a list of texts, e.g. [{texts[:30]!r}].")
+    if not isinstance(texts, Sequence):
+        try:
+            texts = list(texts)
+        except TypeError:
+            raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}.") from None
+    if len(texts) == 0:
+        raise ValueError(f"{name} is empty; pass at least one text.")
+    for k, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{k}] is a {type(t).__name__}; every text must be a str.")
+        if not t.strip():
+            raise ValueError(f"{name}[{k}] is empty or whitespace only; remove it or replace it with real text.")
+    return list(texts)

@@ -1,0 +1,125 @@
+"""Command line: ``python -m socm_lib run ...`` measures SOCM over text pairs and writes a CSV.
+
+Examples::
+
+    python -m socm_lib run --encoder all-minilm-l6                      # embedded corpus, 1,000 texts, all pairs
+    python -m socm_lib run --encoder bert --texts wiki.txt --out bert.csv   # needs a network for 'bert'
+    python -m socm_lib run --encoder all-minilm-l6 --pairs labelled
+    python -m socm_lib models                                           # the registry of short names
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from .data import (
+    corpus,
+    hf_texts,
+    labelled_pairs,
+    read_lines,
+    read_msmarco_passages,
+    read_sick,
+    read_stsb,
+    sample_texts,
+)
+from .display import summary_lines
+from .encoders import REGISTRY, ModelUnavailableError, load_encoder
+from .protocol import measure
+
+
+def _texts(spec: str) -> list[str]:
+    """``corpus``, a text file (one per line), or ``stsb:PATH``, ``sick:PATH``, ``msmarco:PATH``, ``hf:NAME[:SPLIT[:COLUMN]]``."""
+    kind, _, rest = spec.partition(":")
+    if spec == "corpus":
+        return list(corpus()["text"])
+    if kind in ("stsb", "sick") and rest:
+        df = read_stsb(rest) if kind == "stsb" else read_sick(rest)
+        cols = ["sentence1", "sentence2"] if kind == "stsb" else ["sentence_a", "sentence_b"]
+        return list(dict.fromkeys(t for c in cols for t in df[c]))  # unique, first-seen order
+    if kind == "msmarco" and rest:
+        return read_msmarco_passages(rest)
+    if kind == "hf" and rest:
+        name, split, column = (rest.split(":") + ["train", "text"])[:3]
+        return hf_texts(name, split, column)
+    return read_lines(spec)
+
+
+def _pairs(mode: str, n: int, seed: int):
+    if mode == "all":
+        return None
+    if mode.startswith("random:"):
+        k = int(mode.split(":", 1)[1])
+        rng = np.random.default_rng(seed)
+        i, j = rng.integers(0, n, size=(2, 4 * k))
+        keep = i != j
+        return np.stack([i[keep], j[keep]], axis=1)[:k]
+    raise ValueError(f"Unknown --pairs {mode!r}; use all, random:N or labelled.")
+
+
+def run(args) -> int:
+    encoder = load_encoder(args.encoder, device=args.device, trust_remote_code=args.trust_remote_code)
+    if args.pairs == "labelled":
+        df = labelled_pairs()
+        texts = list(df["text_a"]) + list(df["text_b"])
+        pairs = np.stack([np.arange(len(df)), np.arange(len(df)) + len(df)], axis=1)
+        extra = {"kind": list(df["kind"])}
+    else:
+        texts = _texts(args.texts)
+        if args.sample and args.sample < len(texts):
+            texts = sample_texts(texts, args.sample, args.seed)
+        pairs = _pairs(args.pairs, len(texts), args.seed)
+        extra = {}
+    m = measure(encoder, texts, pairs, layer=args.layer, special_tokens=not args.no_special_tokens,
+                batch_size=args.batch_size, device=args.device, progress=True)
+    summary = m.pairs.summary()
+    summary["mean_concentration"] = float(np.mean(m.concentration))
+    print(f"encoder: {encoder.name} ({encoder.kind}); texts: {len(texts)}; layer: {args.layer}")
+    print("\n".join(summary_lines(summary)))
+    if args.out:
+        frame = m.pairs.to_frame()
+        for k, v in extra.items():
+            frame[k] = v
+        frame["text_i"] = [texts[i] for i in frame["i"]]
+        frame["text_j"] = [texts[j] for j in frame["j"]]
+        frame.to_csv(args.out, index=False)
+        print(f"wrote {len(frame)} rows to {args.out}")
+    return 0
+
+
+def models(_args) -> int:
+    for name, spec in REGISTRY.items():
+        paper = "" if spec.paper_socm is None else f"  paper SOCM {spec.paper_socm:.3f}"
+        print(f"{name:20s} {spec.kind:12s} {spec.hf_id or '(offline)'}{paper}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m socm_lib", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="measure SOCM over text pairs")
+    p.add_argument("--encoder", default="all-minilm-l6", help="registry name, Hugging Face id or folder")
+    p.add_argument("--texts", default="corpus", help="corpus | FILE | stsb:FILE | sick:FILE | msmarco:FILE | hf:NAME[:SPLIT[:COLUMN]]")
+    p.add_argument("--sample", type=int, default=1000, help="number of texts sampled (seeded); 0 = all")
+    p.add_argument("--pairs", default="all", help="all | random:N | labelled")
+    p.add_argument("--layer", type=int, default=-1, help="hidden-state index (0 = embeddings, -1 = last)")
+    p.add_argument("--no-special-tokens", action="store_true", help="drop [CLS]/[SEP]-type tokens")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", default=None, help="cpu | cuda (default: GPU if present)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from its repository")
+    p.add_argument("--out", default=None, help="CSV file with one row per pair")
+    p.set_defaults(func=run)
+    sub.add_parser("models", help="list the registry of encoders").set_defaults(func=models)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, FileNotFoundError, ModelUnavailableError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Texts to measure: the embedded corpus, its labelled pairs, and readers for public data sets.
+
+The embedded corpus (``socm_lib/data/corpus.tsv``) and labelled pairs
+(``socm_lib/data/labelled_pairs.tsv``) were written for this project and are
+released under CC0 (see ``socm_lib/data/README.md``). The readers take a path to
+files you already have (STS-B, SICK, one sentence per line, MS MARCO passages);
+nothing is downloaded unless you call :func:`hf_texts` where a network exists.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PAIR_KINDS = (
+    "paraphrase",
+    "entailment",
+    "contradiction",
+    "negation",
+    "word_order_swap",
+    "same_topic_different_claim",
+    "unrelated",
+    "length_mismatch",
+)
+
+
+def _read_tsv(path, names=None, header=0) -> pd.DataFrame:
+    # QUOTE_NONE: texts contain unbalanced quotes, which default CSV quoting would merge across lines.
+    return pd.read_csv(
+        path, sep="\t", quoting=csv.QUOTE_NONE, header=header, names=names, dtype=str, keep_default_na=False
+    )
+
+
+def _packaged(name: str) -> Path:
+    return Path(str(resources.files("socm_lib") / "data" / name))
+
+
+def corpus() -> pd.DataFrame:
+    """The embedded corpus: columns ``id``, ``topic``, ``text`` (1,080 sentences, 24 topics, 3 to 60 words)."""
+    return _read_tsv(_packaged("corpus.tsv"))
+
+
+def labelled_pairs(kinds=None) -> pd.DataFrame:
+    """The embedded labelled pairs: columns ``id``, ``kind``, ``text_a``, ``text_b`` (kinds in :data:`PAIR_KINDS`)."""
+    df = _read_tsv(_packaged("labelled_pairs.tsv"))
+    if kinds is not None:
+        unknown = sorted(set(kinds) - set(PAIR_KINDS))
+        if unknown:
+            raise ValueError(f"Unknown pair kind(s) {unknown}; choose from {list(PAIR_KINDS)}.")
+        df = df[df["kind"].isin(kinds)].reset_index(drop=True)
+    return df
+
+
+def _existing(path, what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{what} not found at {p}; pass the path to your copy of the file.")
+    return p
+
+
+def read_stsb(path) -> pd.DataFrame:
+    """Read an STS-B file (``sts-train.csv``, ``sts-dev.csv`` or ``sts-test.csv``).
+
+    Columns ``genre, file, year, id, score, sentence1, sentence2``; ``score`` is a float in [0, 5]. Rows with
+    two extra attribution fields (9 instead of 7) are read correctly; those fields are dropped.
+    """
+    p = _existing(path, "STS-B file")
+    with open(p, encoding="utf-8") as fh:
+        rows = [r[:7] for r in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+    df = pd.DataFrame(rows, columns=["genre", "file", "year", "id", "score", "sentence1", "sentence2"])
+    df["score"] = df["score"].astype(float)
+    return df
+
+
+def read_sick(path) -> pd.DataFrame:
+    """Read a SICK file: columns ``pair_id, sentence_a, sentence_b, relatedness, entailment``."""
+    df = _read_tsv(_existing(path, "SICK file"))
+    df = df.rename(
+        columns={
+            "pair_ID": "pair_id",
+            "sentence_A": "sentence_a",
+            "sentence_B": "sentence_b",
+            "relatedness_score": "relatedness",
+            "entailment_judgment": "entailment",
+        }
+    )
+    df["relatedness"] = df["relatedness"].astype(float)
+    return df[["pair_id", "sentence_a", "sentence_b", "relatedness", "entailment"]]
+
+
+def read_lines(path) -> list[str]:
+    """One text per non-empty line. A file cut off mid-line (no final newline) loses that partial last line."""
+    p = _existing(path, "Text file")
+    raw = p.read_text(encoding="utf-8")
+    lines = raw.split("\n")
+    if not raw.endswith("\n"):
+        lines = lines[:-1]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def read_msmarco_passages(path) -> list[str]:
+    """Passages of an MS MARCO ``collection`` file (``pid<TAB>passage`` per line)."""
+    df = _read_tsv(_existing(path, "MS MARCO collection"), names=["pid", "passage"], header=None)
+    return [t for t in df["passage"] if t.strip()]
+
+
+def shared_data_dir() -> Path | None:
+    """The folder of public data sets beside the project (``$SOCM_SHARED_DATA``, else ``../shared/data``), if present."""
+    env = os.environ.get("SOCM_SHARED_DATA")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve().parent.parent
+    candidates += [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
+    return next((c for c in candidates if (c / "stsb").is_dir() or (c / "wiki1m").is_dir()), None)
+
+
+def sample_texts(texts, k: int = 1000, seed: int = 0) -> list[str]:
+    """``k`` distinct texts drawn without replacement with ``numpy.random.default_rng(seed)``, in drawn order."""
+    texts = list(texts)
+    if not 1 <= k <= len(texts):
+        raise ValueError(f"Cannot sample k = {k} texts from {len(texts)}; choose 1 <= k <= {len(texts)}.")
+    idx = np.random.default_rng(seed).choice(len(texts), size=k, replace=False)
+    return [texts[i] for i in idx]
+
+
+def hf_texts(dataset: str, split: str = "train", column: str = "text", limit: int | None = None) -> list[str]:
+    """Texts from a Hugging Face dataset (needs the ``datasets`` package and a network, e.g. in Colab)."""
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError("hf_texts needs the 'datasets' package: pip install datasets") from None
+    try:
+        ds = datasets.load_dataset(dataset, split=split)
+    except Exception as exc:
+        raise OSError(
+            f"Could not load the dataset {dataset!r} ({type(exc).__name__}): it needs a network connection to "
+            "the Hugging Face Hub. Run this where the Hub is reachable (for example Colab), or use a local file."
+        ) from None
+    if column not in ds.column_names:
+        raise ValueError(f"Dataset {dataset!r} has no column {column!r}; its columns are {ds.column_names}.")
+    texts = [t for t in ds[column] if isinstance(t, str) and t.strip()]
+    return texts[:limit] if limit else texts

@@ -1,0 +1,117 @@
+r"""Token embeddings :math:`X \in \mathbb R^{n\times d}` of each text, from any encoder (notebook 3).
+
+The paper's conventions are the defaults: final layer, special tokens ([CLS],
+[SEP], ...) included, tokenizer defaults with truncation, batch size 64, float32
+statistics. Texts are batched by token length (longest first, so memory peaks at
+the start), padding never reaches a text's rows (rows are *selected* by the
+attention mask, never multiplied by it: padded positions can hold NaN under some
+attention kernels), and each batch leaves the GPU as soon as it is done.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .checks import as_texts
+from .encoders import Encoder
+
+
+def _layer_indices(layer, num_layers: int) -> tuple[list[int], bool]:
+    """Non-negative hidden-state indices (0 = embedding output, L = last layer) and whether one was asked."""
+    total = num_layers + 1
+    if layer == "all":
+        return list(range(total)), False
+    single = isinstance(layer, (int, np.integer)) and not isinstance(layer, bool)
+    layers = [layer] if single else layer
+    if not isinstance(layers, (list, tuple)) or not all(
+        isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in layers
+    ):
+        raise TypeError(f"layer must be an int, a list of ints or 'all', got {layer!r}.")
+    out = []
+    for x in layers:
+        if not -total <= x < total:
+            raise ValueError(
+                f"layer {x} is out of range: this encoder has {num_layers} layers, so hidden states 0..{num_layers} "
+                f"(0 = embeddings, {num_layers} or -1 = last) exist."
+            )
+        out.append(int(x) % total)
+    return out, single
+
+
+def token_embeddings(
+    encoder: Encoder,
+    texts,
+    *,
+    layer=-1,
+    special_tokens: bool = True,
+    batch_size: int = 64,
+    max_length: int | None = None,
+    half: bool = False,
+    progress: bool | None = None,
+):
+    """One ``(n_i, d)`` float32 array of token embeddings per text, in input order.
+
+    Parameters
+    ----------
+    layer
+        ``-1`` (final layer, the default), any hidden-state index ``0..L`` (0 = embedding output), a list of
+        them, or ``"all"``. With a list or ``"all"`` the result is a dict ``{layer index: list of arrays}``.
+    special_tokens
+        Keep [CLS]/[SEP]-type tokens (the paper's convention). ``False`` drops them; a text left with no
+        token then raises ``ValueError``.
+    max_length
+        Truncation length in tokens (default: the tokenizer's own limit).
+    half
+        On a GPU, run the forward pass in float16 (statistics stay float32).
+    progress
+        Show a progress bar on stderr; ``None`` shows one for more than 256 texts.
+    """
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"encoder must come from socm_lib.load_encoder(), got {type(encoder).__name__}.")
+    texts = as_texts(texts)
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
+    layers, single = _layer_indices(layer, encoder.num_layers)
+    tok = encoder.tokenizer
+    limit = max_length or min(int(tok.model_max_length), int(encoder.model.config.max_position_embeddings))
+    enc = tok(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
+    lengths = np.array([len(ids) for ids in enc["input_ids"]])
+    order = np.argsort(-lengths, kind="stable")
+    device = encoder.device
+    out = {lay: [None] * len(texts) for lay in layers}
+    autocast = torch.autocast("cuda", dtype=torch.float16) if half and device.type == "cuda" else None
+    show = len(texts) > 256 if progress is None else progress
+    with tqdm(total=len(texts), disable=not show, file=sys.stderr, unit="text", desc="tokens") as bar:
+        for start in range(0, len(texts), batch_size):
+            idx = order[start : start + batch_size]
+            feats = [{k: enc[k][i] for k in enc.keys()} for i in idx]
+            batch = tok.pad(feats, return_tensors="pt")
+            keep = batch.pop("special_tokens_mask").bool()
+            mask = batch["attention_mask"].bool()
+            rows = mask if special_tokens else mask & ~keep
+            with torch.inference_mode():
+                inputs = {k: v.to(device) for k, v in batch.items()}
+                if autocast is not None:
+                    with autocast:
+                        result = encoder.model(**inputs, output_hidden_states=True)
+                else:
+                    result = encoder.model(**inputs, output_hidden_states=True)
+            hidden = list(result.hidden_states)
+            hidden[-1] = result.last_hidden_state  # the paper's final layer, exactly
+            for lay in layers:
+                h = hidden[lay].float().cpu()
+                for r, i in enumerate(idx):
+                    cloud = h[r][rows[r]]
+                    if cloud.shape[0] == 0:
+                        raise ValueError(
+                            f"texts[{i}] ({texts[i][:40]!r}) has no tokens left once special tokens are dropped; "
+                            "keep special_tokens=True or remove that text."
+                        )
+                    out[lay][i] = cloud.numpy()
+            del result, hidden, inputs
+            bar.update(len(idx))
+    return out[layers[0]] if single else out

@@ -1,0 +1,37 @@
+"""From texts to SOCM in one call: extraction, statistics and pairs (the paper's protocol, Hara et al. 2026)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .data import sample_texts
+from .extract import token_embeddings
+from .pairs import PairResult, socm_pairs
+from .stats import concentration_ratio
+
+
+@dataclass
+class Measurement:
+    """Texts, their token clouds, each text's concentration ratio, and SOCM over the pairs."""
+
+    texts: list[str]
+    clouds: list[np.ndarray]
+    concentration: np.ndarray
+    pairs: PairResult
+
+
+def measure(encoder, texts, pairs=None, *, layer: int = -1, special_tokens: bool = True, batch_size: int = 64,
+            device=None, progress=None) -> Measurement:
+    """Token embeddings of ``texts`` (one layer), their concentration ratios, and SOCM for ``pairs`` (default: all)."""
+    clouds = token_embeddings(encoder, texts, layer=layer, special_tokens=special_tokens, batch_size=batch_size,
+                              progress=progress)
+    result = socm_pairs(clouds, pairs, device=device, progress=progress)
+    conc = np.array([concentration_ratio(c) for c in clouds])
+    return Measurement(list(texts), clouds, conc, result)
+
+
+def paper_protocol(encoder, texts, *, n_texts: int = 1000, seed: int = 0, **kwargs) -> Measurement:
+    """The paper's protocol: sample ``n_texts`` texts with ``seed`` and measure all C(n, 2) pairs."""
+    return measure(encoder, sample_texts(texts, n_texts, seed), **kwargs)
