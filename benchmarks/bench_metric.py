@@ -1,0 +1,401 @@
+"""Benchmark the metric: socm_pairs against the d x d routes, for speed and exactness.
+
+    python benchmarks/bench_metric.py            # full run (a few minutes on 2 cores)
+    python benchmarks/bench_metric.py --quick    # smoke run (small sizes; targets not evaluated)
+
+On the same token clouds (synthetic clouds with 5 to 60 tokens at d = 384 and 768, and the
+real clouds of the first 1,000 texts of the embedded corpus under all-minilm-l6), it times
+
+* ``socm_lib.socm_pairs`` (float64, exact low-rank route) on every pair and on a subsample;
+* the paper's d x d route: float32 covariance matrices, square root by ``torch.linalg.eigh``
+  with eigenvalues clamped at 0, then ``eigvalsh`` of Sigma1^{1/2} Sigma2 Sigma1^{1/2}, batched
+  over pairs in torch;
+* ``scipy.linalg.sqrtm`` of the d x d product Sigma1 Sigma2 (float64, the FID formula);
+* POT's ``ot.gaussian.bures_wasserstein_distance`` (float64; optional dependency);
+
+and compares every figure with an independent float64 computation: one numpy SVD of
+A_i A_j^T per pair, no batching (``common.reference_pairs``). Slow routes run on a subsample
+of pairs; socm_pairs is timed on exactly the same pairs in the same run, so the speed ratio
+is pair for pair. It also measures the wall time and peak memory of all 499,500 pairs of
+1,000 texts, each in a fresh process, and profiles where that time goes.
+
+Prints tables and writes ``benchmarks/results/metric.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+SEED = 0
+
+#: Route subsample sizes (pairs) per dimension; full and quick runs.
+SUBSAMPLE = {
+    False: {384: {"paper": 128, "scipy": 12, "pot": 24}, 768: {"paper": 32, "scipy": 6, "pot": 8}},
+    True: {384: {"paper": 16, "scipy": 2, "pot": 2}, 768: {"paper": 8, "scipy": 1, "pot": 1}},
+}
+#: (name, source, d, number of texts) per dataset; full and quick runs.
+DATASETS = {
+    False: [("synthetic d=384", "synthetic", 384, 1000), ("synthetic d=768", "synthetic", 768, 300),
+            ("corpus all-minilm-l6", "corpus", 384, 1000)],
+    True: [("synthetic d=384", "synthetic", 384, 100), ("synthetic d=768", "synthetic", 768, 60),
+           ("corpus all-minilm-l6", "corpus", 384, 100)],
+}
+PAPER_BATCH = {384: 16, 768: 8}
+ALLPAIRS_REPEATS = {False: 3, True: 1}
+SUB_REPEATS = 5
+REFERENCE_ALL = {False: None, True: 20_000}  # pairs checked against the reference (None: every pair)
+
+RATIO_BASIS = (
+    "per pair, same clouds, same run: socm_pairs pairs/s over every pair of the texts divided by the route's "
+    "pairs/s on a subsample of those pairs (the d x d routes cost the same per pair however many pairs they get)"
+)
+SAME_PAIRS_BASIS = (
+    "socm_pairs called on exactly the route's subsample (only those texts and pairs) divided by the route's "
+    "pairs/s; this includes socm_pairs' fixed cost per call, large next to a few dozen pairs"
+)
+
+TARGETS = {
+    "exactness": "every figure of socm_pairs within 1e-9 relative of the independent float64 computation",
+    "speed_384": "at least 300x the paper's d x d route per pair at d = 384",
+    "speed_768": "at least 1,500x the paper's d x d route per pair at d = 768",
+    "allpairs": "all 499,500 pairs of 1,000 texts (d = 384, 5 to 60 tokens) in at most 20 s on this CPU",
+}
+
+
+# ----------------------------------------------------------------------------- data
+def load_clouds(source: str, d: int, n_texts: int, cache: str | None = None) -> list[np.ndarray]:
+    if source == "synthetic":
+        return common.synthetic_clouds(n_texts, d, seed=SEED)
+    return common.corpus_clouds(n_texts, Path(cache) if cache else None)
+
+
+def sample_pairs(n_texts: int, k: int, seed: int = SEED) -> np.ndarray:
+    """``k`` distinct random pairs ``i < j`` of ``n_texts`` texts (fixed seed)."""
+    rng = np.random.default_rng(seed)
+    i, j = np.triu_indices(n_texts, k=1)
+    pick = rng.choice(len(i), size=min(k, len(i)), replace=False)
+    return np.stack([i[pick], j[pick]], axis=1)
+
+
+# ----------------------------------------------------------------------------- routes
+def socm_on_pairs(clouds, pairs) -> np.ndarray:
+    """socm_pairs on the texts of ``pairs`` only (as a user with these pairs would call it); (P, 3) array."""
+    from socm_lib import socm_pairs
+
+    used, local = np.unique(pairs, return_inverse=True)
+    r = socm_pairs([clouds[u] for u in used], local.reshape(pairs.shape), device="cpu", progress=False)
+    return np.stack([r.d_mu, r.d_sigma, r.socm], axis=1)
+
+
+def _cov32(x: np.ndarray):
+    """The paper's float32 statistics of one cloud: normalised mean and population covariance (d x d)."""
+    t = torch.from_numpy(np.asarray(x, dtype=np.float32))
+    t = t / torch.linalg.vector_norm(t.mean(dim=0))
+    mu = t.mean(dim=0)
+    c = t - mu
+    return mu, c.T @ c / t.shape[0]
+
+
+def paper_route(clouds, pairs, batch: int) -> tuple[np.ndarray, list[float]]:
+    """The d x d route of the paper's released code, batched over pairs in torch float32.
+
+    Returns the (P, 3) figures and the seconds of each batch (covariances included).
+    """
+    out, times = [], []
+    for s in range(0, len(pairs), batch):
+        chunk = pairs[s : s + batch]
+        t = time.perf_counter()
+        left = [_cov32(clouds[i]) for i in chunk[:, 0]]
+        right = [_cov32(clouds[j]) for j in chunk[:, 1]]
+        m1, S1 = torch.stack([m for m, _ in left]), torch.stack([S for _, S in left])
+        m2, S2 = torch.stack([m for m, _ in right]), torch.stack([S for _, S in right])
+        lam, V = torch.linalg.eigh(S1)
+        R = (V * lam.clamp(min=0).sqrt()[:, None, :]) @ V.mT
+        M = R @ S2 @ R
+        fid = torch.linalg.eigvalsh(M).clamp(min=0).sqrt().sum(dim=-1)
+        tr1 = S1.diagonal(dim1=-2, dim2=-1).sum(-1)
+        tr2 = S2.diagonal(dim1=-2, dim2=-1).sum(-1)
+        d_sigma = (tr1 + tr2 - 2 * fid).clamp(min=0) / 4
+        d_mu = ((m1 - m2) ** 2).sum(-1) / 4
+        res = torch.stack([d_mu, d_sigma, (1 - d_mu) * d_sigma], dim=1)
+        times.append(time.perf_counter() - t)
+        out.append(res.double().numpy())
+    return np.concatenate(out), times
+
+
+def _cov64(x: np.ndarray):
+    x = np.asarray(x, dtype=np.float64)
+    x = x / np.linalg.norm(x.mean(axis=0))
+    mu = x.mean(axis=0)
+    c = x - mu
+    return mu, c.T @ c / x.shape[0]
+
+
+def scipy_route(clouds, pairs) -> tuple[np.ndarray, list[float]]:
+    """FID-style: ``tr sqrtm(Sigma1 Sigma2)`` with scipy (float64), one pair at a time; real part taken."""
+    import scipy.linalg
+
+    out, times = [], []
+    for i, j in pairs:
+        t = time.perf_counter()
+        m1, S1 = _cov64(clouds[i])
+        m2, S2 = _cov64(clouds[j])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                fid = float(np.trace(scipy.linalg.sqrtm(S1 @ S2)).real)
+            except (ValueError, np.linalg.LinAlgError):
+                fid = float("nan")
+        d_sigma = max(np.trace(S1) + np.trace(S2) - 2 * fid, 0.0) / 4 if np.isfinite(fid) else float("nan")
+        d_mu = float((m1 - m2) @ (m1 - m2)) / 4
+        times.append(time.perf_counter() - t)
+        out.append((d_mu, d_sigma, (1 - d_mu) * d_sigma))
+    return np.array(out), times
+
+
+def pot_route(clouds, pairs, ot) -> tuple[np.ndarray, list[float]]:
+    """POT's ``bures_wasserstein_distance(m1, m2, S1, S2)`` (float64), one pair at a time.
+
+    It returns W_2 of the Gaussian fits (not squared), so ``d_sigma = W^2/4 - d_mu``.
+    (POT's batched ``paired=True`` form evaluates a three-matrix einsum without
+    contraction order, O(d^4) per pair, so the per-pair call is the fast way to use it.)
+    """
+    out, times = [], []
+    for i, j in pairs:
+        t = time.perf_counter()
+        m1, S1 = _cov64(clouds[i])
+        m2, S2 = _cov64(clouds[j])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            W = float(ot.gaussian.bures_wasserstein_distance(m1, m2, S1, S2))
+        d_mu = float((m1 - m2) @ (m1 - m2)) / 4
+        d_sigma = max(W * W / 4 - d_mu, 0.0) if np.isfinite(W) else float("nan")
+        times.append(time.perf_counter() - t)
+        out.append((d_mu, d_sigma, (1 - d_mu) * d_sigma))
+    return np.array(out), times
+
+
+# ----------------------------------------------------------------------------- all pairs, isolated
+def allpairs_worker(source: str, d: int, n_texts: int, repeats: int, out: str, cache: str | None = None) -> dict:
+    """In a fresh process: time every pair of ``n_texts`` texts ``repeats`` times after a warm-up.
+
+    Records the peak memory of the first run and saves its figures to ``out`` (.npz). Every run is
+    profiled: the engine's two heavy steps (the cross-Gram matrix products and the SVDs) are wrapped
+    with timers, so each run's time splits into matmul, SVD and the rest (a few thousand timer calls,
+    negligible against the run). The profile reported is that of the median run.
+    """
+    import socm_lib
+    from socm_lib import pairs as engine
+
+    clouds = load_clouds(source, d, n_texts, cache)
+    spent = {"matmul": 0.0, "svd": 0.0}
+    original = {"matmul": engine._matmul_t, "svd": engine._nuclear_norms}
+
+    def timed(key):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original[key](*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - t0
+        return wrapper
+
+    engine._matmul_t, engine._nuclear_norms = timed("matmul"), timed("svd")
+    try:
+        socm_lib.socm_pairs(clouds[:80], device="cpu", progress=False)  # warm-up: BLAS, LAPACK, thread pool
+        runs, profiles = [], []
+        for k in range(repeats):
+            spent.update(matmul=0.0, svd=0.0)
+            with common.PeakRSS() as mem:
+                t = time.perf_counter()
+                r = socm_lib.socm_pairs(clouds, device="cpu", progress=False)
+                runs.append(time.perf_counter() - t)
+            profiles.append({"total_s": round(runs[-1], 3), "matmul_s": round(spent["matmul"], 3),
+                             "svd_s": round(spent["svd"], 3),
+                             "other_s": round(runs[-1] - spent["matmul"] - spent["svd"], 3)})
+            if k == 0:
+                np.savez(out, d_mu=r.d_mu, d_sigma=r.d_sigma, socm=r.socm, i=r.i, j=r.j)
+                peak, process_peak = mem.peak_mib, mem.process_peak_mib
+            del r
+    finally:
+        engine._matmul_t, engine._nuclear_norms = original["matmul"], original["svd"]
+    median_run = int(np.argsort(runs)[len(runs) // 2])
+    return {
+        "pairs": n_texts * (n_texts - 1) // 2, "runs_s": [round(x, 3) for x in runs],
+        "median_s": float(np.median(runs)), "peak_mib": float(peak), "process_peak_mib": float(process_peak),
+        "threads": torch.get_num_threads(), "load_average_1min": common.load_average(),
+        "profile": profiles[median_run], "profiles": profiles,
+    }
+
+
+# ----------------------------------------------------------------------------- one dataset
+def _route_entry(name, pairs, values, times, counts, ref, socm_same_pps, socm_all_pps, unit):
+    """One route's record: pairs/s is the median over timed units (single pairs or batches) of pairs/second."""
+    pps = float(np.median(np.asarray(counts) / np.asarray(times)))
+    return {
+        "route": name, "status": "ok", "pairs": int(len(pairs)), "pairs_per_s": pps,
+        "timing": f"median over {len(times)} {unit} after a warm-up",
+        "speed_ratio": socm_all_pps / pps,
+        "socm_pairs_per_s_same_pairs": socm_same_pps, "speed_ratio_same_pairs": socm_same_pps / pps,
+        "errors": {k: common.errors(values[:, c], ref[:, c]) for c, k in enumerate(("d_mu", "d_sigma", "socm"))},
+    }
+
+
+def run_dataset(name, source, d, n_texts, quick, workdir: Path, ot) -> dict:
+    print(f"\n== {name}: {n_texts} texts, d = {d} ==", flush=True)
+    cache = str(workdir / "corpus_clouds.npz") if source == "corpus" else None
+    clouds = load_clouds(source, d, n_texts, cache)
+    lengths = np.array([len(c) for c in clouds])
+    entry = {"source": source, "d": d, "n_texts": n_texts,
+             "tokens": {"min": int(lengths.min()), "max": int(lengths.max()), "mean": float(lengths.mean())},
+             "routes": []}
+    if source == "corpus":
+        entry["encoder"] = "all-minilm-l6 (final layer, special tokens kept, CPU)"
+
+    # All pairs, in a fresh process (time, memory, profile).
+    out = workdir / f"allpairs_{source}_{d}.npz"
+    print("  all pairs (fresh process) ...", flush=True)
+    allp = common.run_isolated("bench_metric", "allpairs_worker", source=source, d=d, n_texts=n_texts,
+                               repeats=ALLPAIRS_REPEATS[quick], out=str(out), cache=cache)
+    with np.load(out) as z:
+        allres = np.stack([z["d_mu"], z["d_sigma"], z["socm"]], axis=1)
+        all_ij = np.stack([z["i"], z["j"]], axis=1)
+    socm_all_pps = allp["pairs"] / allp["median_s"]
+
+    # Independent reference on every pair (or a fixed random subset in quick mode).
+    check = np.arange(len(all_ij)) if REFERENCE_ALL[quick] is None else np.sort(
+        np.random.default_rng(SEED).choice(len(all_ij), size=min(REFERENCE_ALL[quick], len(all_ij)), replace=False))
+    print(f"  float64 reference on {len(check):,} pairs ...", flush=True)
+    t = time.perf_counter()
+    ref_all = common.reference_pairs(clouds, all_ij[check])
+    entry["reference_seconds"] = round(time.perf_counter() - t, 1)
+    allp["errors"] = {k: common.errors(allres[check, c], ref_all[:, c]) for c, k in enumerate(("d_mu", "d_sigma", "socm"))}
+    allp["pairs_checked"] = int(len(check))
+    allp["pairs_per_s"] = socm_all_pps
+    entry["allpairs"] = allp
+
+    # Subsample of pairs shared by every route (each route takes a prefix of it).
+    sizes = SUBSAMPLE[quick][d]
+    sub = sample_pairs(n_texts, max(sizes.values()))
+    ref_sub = common.reference_pairs(clouds, sub)
+
+    def socm_same(pairs):
+        values = socm_on_pairs(clouds, pairs)
+        timing = common.median_time(lambda: socm_on_pairs(clouds, pairs), repeats=SUB_REPEATS)
+        return values, len(pairs) / timing["median_s"], timing
+
+    values, pps, timing = socm_same(sub)
+    entry["routes"].append({
+        "route": "socm_pairs (all pairs)", "status": "ok", "pairs": allp["pairs"], "pairs_per_s": socm_all_pps,
+        "timing": f"median of {len(allp['runs_s'])} runs after a warm-up, fresh process",
+        "speed_ratio": 1.0, "socm_pairs_per_s_same_pairs": None, "speed_ratio_same_pairs": None,
+        "errors": allp["errors"],
+    })
+    entry["routes"].append({
+        "route": "socm_pairs (subsample)", "status": "ok", "pairs": int(len(sub)), "pairs_per_s": pps,
+        "timing": f"median of {SUB_REPEATS} runs after a warm-up",
+        "speed_ratio": socm_all_pps / pps, "socm_pairs_per_s_same_pairs": pps, "speed_ratio_same_pairs": 1.0,
+        "errors": {k: common.errors(values[:, c], ref_sub[:, c]) for c, k in enumerate(("d_mu", "d_sigma", "socm"))},
+    })
+
+    def add(route, key, fn, batch):
+        pairs = sub[: sizes[key]]
+        print(f"  {route}: {len(pairs)} pairs ...", flush=True)
+        fn(pairs[:batch])  # warm-up
+        vals, times = fn(pairs)
+        counts = [min(batch, len(pairs) - s) for s in range(0, len(pairs), batch)]
+        _, same_pps, _ = socm_same(pairs)
+        unit = "single pairs" if batch == 1 else f"batches of {batch} pairs"
+        entry["routes"].append(
+            _route_entry(route, pairs, vals, times, counts, ref_sub[: len(pairs)], same_pps, socm_all_pps, unit))
+
+    batch = PAPER_BATCH[d]
+    add("paper d x d, torch float32 eigh (batched)", "paper", lambda p: paper_route(clouds, p, batch), batch)
+    add("scipy.linalg.sqrtm(S1 S2), float64", "scipy", lambda p: scipy_route(clouds, p), 1)
+    if ot is not None:
+        add("POT bures_wasserstein_distance, float64", "pot", lambda p: pot_route(clouds, p, ot), 1)
+    else:
+        entry["routes"].append({"route": "POT bures_wasserstein_distance, float64", "status":
+                                "skipped: POT is not installed (pip install POT)", "pairs": 0})
+    return entry
+
+
+def evaluate_targets(datasets: dict, quick: bool) -> dict:
+    def paper(name):
+        for r in datasets[name]["routes"]:
+            if r["route"].startswith("paper"):
+                return r
+
+    max_rel = max(
+        r["errors"][k]["max_rel"] for ds in datasets.values() for r in ds["routes"][:2] for k in ("d_mu", "d_sigma", "socm")
+    )
+    non_finite = sum(r["errors"][k]["non_finite"] for ds in datasets.values() for r in ds["routes"][:2]
+                     for k in ("d_mu", "d_sigma", "socm"))
+    p384, p768 = paper("synthetic d=384"), paper("synthetic d=768")
+    allp = datasets["synthetic d=384"]["allpairs"]
+    full = not quick and allp["pairs"] == 499_500
+    targets = {
+        "exactness": {"target": TARGETS["exactness"], "max_rel_err": max_rel, "non_finite": non_finite,
+                      "threshold": 1e-9, "met": bool(max_rel <= 1e-9 and non_finite == 0)},
+        "speed_384": {"target": TARGETS["speed_384"], "ratio": p384["speed_ratio"],
+                      "ratio_same_pairs": p384["speed_ratio_same_pairs"], "threshold": 300,
+                      "met": bool(p384["speed_ratio"] >= 300), "basis": RATIO_BASIS},
+        "speed_768": {"target": TARGETS["speed_768"], "ratio": p768["speed_ratio"],
+                      "ratio_same_pairs": p768["speed_ratio_same_pairs"], "threshold": 1500,
+                      "met": bool(p768["speed_ratio"] >= 1500), "basis": RATIO_BASIS},
+        "allpairs": {"target": TARGETS["allpairs"], "seconds": allp["median_s"], "pairs": allp["pairs"],
+                     "threads": allp["threads"], "threshold": 20, "met": bool(full and allp["median_s"] <= 20)},
+    }
+    if not full:
+        targets["allpairs"]["note"] = "quick run: fewer than 1,000 texts, so this target is not evaluated"
+    for t in targets.values():
+        t["evaluated"] = not quick
+    return targets
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run (targets not evaluated)")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    record = common.header(__file__, args.quick)
+    print(f"bench_metric: {common.machine_line(record['machine'])}; load average {record['load_average_1min_start']}")
+    ot = common.optional("ot")
+    record["settings"] = {
+        "seed": SEED, "subsample_pairs": SUBSAMPLE[args.quick], "paper_batch": PAPER_BATCH,
+        "allpairs_repeats": ALLPAIRS_REPEATS[args.quick], "subsample_repeats": SUB_REPEATS,
+        "reference": "float64 numpy, one SVD of A_i A_j^T per pair, no batching (benchmarks/common.py)",
+        "speed_ratio": RATIO_BASIS,
+        "speed_ratio_same_pairs": SAME_PAIRS_BASIS,
+    }
+    datasets = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, source, d, n in DATASETS[args.quick]:
+            datasets[name] = run_dataset(name, source, d, n, args.quick, Path(tmp), ot)
+    record["datasets"] = datasets
+    record["targets"] = evaluate_targets(datasets, args.quick)
+    path = common.finish(record, "metric", t0)
+
+    from socm_lib import benchmarking
+
+    common.print_table("Metric: pairs per second, speed ratio and errors against the float64 reference",
+                       benchmarking.metric_table(record))
+    common.print_table("All pairs (fresh process per dataset)", benchmarking.allpairs_table(record))
+    common.print_table("Targets", benchmarking.targets_table(record["targets"]))
+    print(f"\nwrote {path.relative_to(common.ROOT)} ({record['script_seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

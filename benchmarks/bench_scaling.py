@@ -1,0 +1,115 @@
+"""Benchmark how socm_pairs scales: time and peak memory against the number of texts and against d.
+
+    python benchmarks/bench_scaling.py            # full run (N up to 3,000 texts: about 4.5 million pairs)
+    python benchmarks/bench_scaling.py --quick    # smoke run (small sizes)
+
+Every pair of N synthetic texts (5 to 60 tokens, ``common.synthetic_clouds``, seed 0; the first
+N texts are the same at every N) is measured in a fresh process: a warm-up on a small problem,
+then the median of several runs (one run where a single run takes minutes), with the peak
+memory of the first run above the process's memory before it. The fitted exponents are the
+slopes of log time and log memory against log N (all pairs: about 2 expected) and against
+log d (the matrix products grow like d, the SVDs do not depend on it).
+
+Prints a table, writes ``benchmarks/results/scaling.json`` and draws ``benchmarks/results/scaling.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+SEED = 0
+SWEEPS = {
+    False: {"texts": {"values": [100, 300, 1000, 3000], "fixed": 384},
+            "dim": {"values": [128, 256, 384, 768, 1024], "fixed": 200}},
+    True: {"texts": {"values": [50, 100, 200], "fixed": 384},
+           "dim": {"values": [128, 384, 768], "fixed": 60}},
+}
+#: Runs per point: several where a run is short, one where a single run takes tens of seconds.
+LONG_PAIRS = 400_000
+
+
+def repeats(pairs: int, quick: bool) -> int:
+    return 1 if quick or pairs >= LONG_PAIRS else 3
+
+
+def point_worker(n_texts: int, d: int, repeats: int) -> dict:
+    """In a fresh process: all pairs of ``n_texts`` synthetic texts at dimension ``d``, ``repeats`` times."""
+    import socm_lib
+    import torch
+
+    clouds = common.synthetic_clouds(n_texts, d, seed=SEED)
+    socm_lib.socm_pairs(clouds[:60], device="cpu", progress=False)  # warm-up
+    runs, peak = [], None
+    for k in range(repeats):
+        with common.PeakRSS() as mem:
+            t = time.perf_counter()
+            socm_lib.socm_pairs(clouds, device="cpu", progress=False)
+            runs.append(time.perf_counter() - t)
+        if k == 0:
+            peak = mem.peak_mib
+    return {"n_texts": n_texts, "d": d, "pairs": n_texts * (n_texts - 1) // 2, "runs_s": [round(r, 4) for r in runs],
+            "median_s": float(np.median(runs)), "peak_mib": float(peak), "threads": torch.get_num_threads(),
+            "load_average_1min": common.load_average()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    record = common.header(__file__, args.quick)
+    print(f"bench_scaling: {common.machine_line(record['machine'])}; "
+          f"load average {record['load_average_1min_start']}", flush=True)
+    from socm_lib import benchmarking
+
+    record["settings"] = {"seed": SEED, "clouds": "synthetic, 5 to 60 tokens, float32 (benchmarks/common.py)",
+                          "timing": f"median of 3 runs after a warm-up; 1 run from {LONG_PAIRS:,} pairs up",
+                          "memory": "peak RSS of the first run above the RSS before it, fresh process per point"}
+    for sweep, spec in SWEEPS[args.quick].items():
+        points = []
+        for v in spec["values"]:
+            n_texts, d = (v, spec["fixed"]) if sweep == "texts" else (spec["fixed"], v)
+            pairs = n_texts * (n_texts - 1) // 2
+            print(f"  N = {n_texts:,} texts, d = {d}: {pairs:,} pairs ...", flush=True)
+            points.append(common.run_isolated("bench_scaling", "point_worker", n_texts=n_texts, d=d,
+                                              repeats=repeats(pairs, args.quick)))
+        key = "n_texts" if sweep == "texts" else "d"
+        x = [p[key] for p in points]
+        b_t, a_t = benchmarking.fit_power_law(x, [p["median_s"] for p in points])
+        b_m, a_m = benchmarking.fit_power_law(x, [max(p["peak_mib"], 1e-3) for p in points])
+        record[sweep] = {
+            "fixed": {"d": spec["fixed"]} if sweep == "texts" else {"n_texts": spec["fixed"]},
+            "points": points, "time_exponent": b_t, "time_factor": a_t, "memory_exponent": b_m, "memory_factor": a_m,
+            "fit": "least squares of log(y) on log(x) over all points",
+        }
+        if sweep == "texts":  # per pair, the cost should be flat: time / pairs against pairs
+            record[sweep]["time_exponent_per_pair_count"] = benchmarking.fit_power_law(
+                [p["pairs"] for p in points], [p["median_s"] for p in points])[0]
+    path = common.finish(record, "scaling", t0)
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = benchmarking.plot_scaling(record)
+    png = common.RESULTS_DIR / "scaling.png"
+    fig.savefig(png, dpi=120)
+
+    common.print_table("Scaling of socm_pairs (all pairs, synthetic clouds)", benchmarking.scaling_table(record))
+    print(f"\nfitted exponents: time ~ N^{record['texts']['time_exponent']:.2f}, memory ~ "
+          f"N^{record['texts']['memory_exponent']:.2f} (d = {record['texts']['fixed']['d']}); time ~ "
+          f"d^{record['dim']['time_exponent']:.2f}, memory ~ d^{record['dim']['memory_exponent']:.2f} "
+          f"(N = {record['dim']['fixed']['n_texts']:,})")
+    print(f"wrote {path.relative_to(common.ROOT)} and {png.relative_to(common.ROOT)} ({record['script_seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Run every benchmark: the one command behind ``make bench``.
+
+    python benchmarks/run_all.py            # full run: rewrites benchmarks/results/*.json and scaling.png
+    python benchmarks/run_all.py --quick    # smoke run with small sizes (targets not evaluated)
+
+Runs bench_metric.py, bench_extraction.py and bench_scaling.py one after the other, each in
+its own process, then prints every target with its measured figure and whether it is met.
+The benchmarks use every core; run them on an otherwise idle machine (the 1-minute load
+average at the start of each script is recorded in its JSON file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ("bench_metric.py", "bench_extraction.py", "bench_scaling.py")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run (targets not evaluated)")
+    parser.add_argument("--only", choices=[s.removesuffix(".py").removeprefix("bench_") for s in SCRIPTS],
+                        action="append", help="run only this benchmark (may be repeated)")
+    args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    if load > 0.5 * cores:
+        print(f"warning: the 1-minute load average is {load:.2f} on {cores} cores; other work will slow the "
+              "benchmarks down (the load is recorded in each result file).", file=sys.stderr)
+    t0 = time.perf_counter()
+    failed = []
+    for script in SCRIPTS:
+        name = script.removesuffix(".py").removeprefix("bench_")
+        if args.only and name not in args.only:
+            continue
+        print(f"\n######## {script}{' --quick' if args.quick else ''}", flush=True)
+        rc = subprocess.run([sys.executable, str(HERE / script)] + (["--quick"] if args.quick else [])).returncode
+        if rc != 0:
+            failed.append(script)
+    print(f"\n######## summary ({time.perf_counter() - t0:.0f} s in all)")
+    from socm_lib import benchmarking
+
+    for name in ("metric", "extraction"):
+        path = HERE / "results" / f"{name}.json"
+        if path.exists():
+            record = json.loads(path.read_text())
+            print(f"\n{name}.json ({record['date']}, load average {record['load_average_1min_start']} at start)")
+            print(benchmarking.targets_table(record["targets"]).to_string(index=False))
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

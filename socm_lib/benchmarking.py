@@ -1,0 +1,226 @@
+r"""Read, tabulate and plot the benchmark results (``benchmarks/results/*.json``; notebook 9).
+
+The benchmark scripts in ``benchmarks/`` measure and write JSON; the same functions here
+turn those files into the tables the scripts print and the notebook shows, and draw the
+scaling figure, so that the two never disagree. Nothing in this module times anything.
+
+* :func:`load_results` -- the three result files as dicts;
+* :func:`metric_table`, :func:`allpairs_table`, :func:`extraction_table`, :func:`scaling_table`,
+  :func:`targets_table` -- tables as DataFrames of fixed-format strings;
+* :func:`fit_power_law` -- the exponent :math:`b` of :math:`y \approx a x^b` (least squares in log-log);
+* :func:`plot_scaling` -- time and peak memory of ``socm_pairs`` against the number of texts and against ``d``.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+RESULT_NAMES = ("metric", "extraction", "scaling")
+#: Where the committed results live on GitHub (used only when no local copy is found, e.g. in Colab).
+RESULTS_URL = "https://raw.githubusercontent.com/socm-book/socm-book/main/benchmarks/results/{name}.json"
+
+
+def load_results(folder=None, *, names=RESULT_NAMES, download: bool = False) -> dict[str, dict]:
+    """The benchmark result files as ``{name: dict}``.
+
+    ``folder`` defaults to the first of ``benchmarks/results`` and ``../benchmarks/results`` that exists.
+    With ``download=True`` (for Colab, where the repository is not on disk) the committed files are
+    fetched from GitHub when the folder does not hold them.
+    """
+    candidates = [Path(folder)] if folder is not None else [Path("benchmarks/results"), Path("../benchmarks/results")]
+    base = next((p for p in candidates if p.is_dir()), None)
+    out = {}
+    for name in names:
+        path = base / f"{name}.json" if base is not None else None
+        if path is not None and path.exists():
+            out[name] = json.loads(path.read_text())
+        elif download:
+            with urllib.request.urlopen(RESULTS_URL.format(name=name), timeout=30) as resp:
+                out[name] = json.loads(resp.read().decode())
+        else:
+            where = ", ".join(str(p) for p in candidates)
+            raise FileNotFoundError(
+                f"Benchmark results '{name}.json' not found in {where}. Run `python benchmarks/run_all.py` from the "
+                "repository root, or pass download=True to read the committed results from GitHub."
+            )
+    return out
+
+
+# ----------------------------------------------------------------------------- formatting
+def rate(x) -> str:
+    """A throughput or ratio: thousands separators from 100 up, 2 decimals from 1, 3 significant digits below."""
+    if x is None:
+        return "-"
+    x = float(x)
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def sci(x) -> str:
+    """An error in scientific notation with two significant digits (``-`` when absent)."""
+    return "-" if x is None else f"{float(x):.1e}"
+
+
+def seconds(x) -> str:
+    return "-" if x is None else f"{float(x):.2f}"
+
+
+def mib(x) -> str:
+    return "-" if x is None else f"{float(x):,.0f}"
+
+
+def yes_no(met: bool, evaluated: bool = True) -> str:
+    if not evaluated:
+        return "not evaluated (quick run)"
+    return "met" if met else "MISSED"
+
+
+# ----------------------------------------------------------------------------- tables
+def metric_table(metric: dict) -> pd.DataFrame:
+    """One row per dataset and route: pairs timed, pairs/s, speed ratio of socm_pairs, largest errors.
+
+    "socm_pairs speed-up" divides socm_pairs' pairs/s over every pair of the same texts by the route's
+    pairs/s; "same pairs" divides socm_pairs' pairs/s when called on exactly the route's subsample
+    (fixed cost per call included) by the route's. Errors are against the float64 reference.
+    """
+    rows = []
+    for ds_name, ds in metric["datasets"].items():
+        for r in ds["routes"]:
+            if r.get("status", "ok") != "ok":
+                rows.append({"data": ds_name, "route": r["route"], "pairs": "-", "pairs/s": "-",
+                             "socm_pairs speed-up": r["status"], "same pairs": "-", "max abs err d_sigma": "-",
+                             "max rel err d_sigma": "-", "max rel err SOCM": "-", "non-finite": "-"})
+                continue
+            e = r["errors"]
+            same = r.get("speed_ratio_same_pairs")
+            rows.append({
+                "data": ds_name, "route": r["route"], "pairs": f"{r['pairs']:,}", "pairs/s": rate(r["pairs_per_s"]),
+                "socm_pairs speed-up": rate(r["speed_ratio"]) + "x",
+                "same pairs": "-" if same is None else rate(same) + "x",
+                "max abs err d_sigma": sci(e["d_sigma"]["max_abs"]), "max rel err d_sigma": sci(e["d_sigma"]["max_rel"]),
+                "max rel err SOCM": sci(e["socm"]["max_rel"]),
+                "non-finite": str(max(e[k]["non_finite"] for k in ("d_mu", "d_sigma", "socm"))),
+            })
+    return pd.DataFrame(rows)
+
+
+def allpairs_table(metric: dict) -> pd.DataFrame:
+    """Every pair of each dataset: wall time, pairs/s, peak memory, and where the time goes."""
+    rows = []
+    for ds_name, ds in metric["datasets"].items():
+        a = ds["allpairs"]
+        p = a.get("profile", {})
+        rows.append({
+            "data": ds_name, "texts": f"{ds['n_texts']:,}", "d": str(ds["d"]), "pairs": f"{a['pairs']:,}",
+            "seconds (median)": seconds(a["median_s"]), "runs": str(len(a["runs_s"])),
+            "pairs/s": rate(a["pairs_per_s"]), "peak MiB": mib(a["peak_mib"]),
+            "matmul s": seconds(p.get("matmul_s")), "SVD s": seconds(p.get("svd_s")), "other s": seconds(p.get("other_s")),
+            "max rel err": sci(max(a["errors"][k]["max_rel"] for k in ("d_mu", "d_sigma", "socm"))),
+            "pairs checked": f"{a['pairs_checked']:,}",
+        })
+    return pd.DataFrame(rows)
+
+
+def extraction_table(extraction: dict) -> pd.DataFrame:
+    """One row per text set and extractor: texts, tokens, tokens/s, ratio, peak memory, largest difference."""
+    rows = []
+    for ds_name, ds in extraction["datasets"].items():
+        for r in ds["routes"]:
+            if r.get("status", "ok") != "ok":
+                rows.append({"texts": ds_name, "extractor": r["route"], "n texts": f"{ds['n_texts']:,}",
+                             "tokens": f"{ds['tokens']:,}", "tokens/s": "-", "socm_lib speed-up": r["status"],
+                             "peak MiB": "-", "max abs diff": "-"})
+                continue
+            rows.append({
+                "texts": ds_name, "extractor": r["route"], "n texts": f"{ds['n_texts']:,}", "tokens": f"{ds['tokens']:,}",
+                "tokens/s": rate(r["tokens_per_s"]), "socm_lib speed-up": rate(r["speed_ratio"]) + "x",
+                "peak MiB": mib(r.get("peak_mib")), "max abs diff": sci(r.get("max_abs_diff")),
+            })
+    return pd.DataFrame(rows)
+
+
+def scaling_table(scaling: dict) -> pd.DataFrame:
+    """Time and peak memory of socm_pairs at each measured size."""
+    rows = []
+    for sweep in ("texts", "dim"):
+        for p in scaling[sweep]["points"]:
+            rows.append({
+                "sweep": "texts" if sweep == "texts" else "d", "texts": f"{p['n_texts']:,}", "d": str(p["d"]),
+                "pairs": f"{p['pairs']:,}", "seconds (median)": seconds(p["median_s"]), "runs": str(len(p["runs_s"])),
+                "pairs/s": rate(p["pairs"] / p["median_s"]), "peak MiB": mib(p["peak_mib"]),
+            })
+    return pd.DataFrame(rows)
+
+
+def targets_table(targets: dict) -> pd.DataFrame:
+    """Each target with the measured figure and whether it is met."""
+    rows = []
+    for key, t in targets.items():
+        if "ratio" in t:
+            measured = f"{rate(t['ratio'])}x (threshold {rate(t['threshold'])}x)"
+        elif "seconds" in t:
+            measured = f"{seconds(t['seconds'])} s (threshold {t['threshold']} s)"
+        elif "max_rel_err" in t:
+            measured = f"max rel err {sci(t['max_rel_err'])} (threshold {sci(t['threshold'])})"
+        elif "max_abs_diff" in t:
+            measured = f"max abs diff {sci(t['max_abs_diff'])} (threshold {sci(t['threshold'])})"
+        else:
+            measured = "-"
+        rows.append({"target": t["target"], "measured": measured, "status": yes_no(t["met"], t.get("evaluated", True))})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- scaling
+def fit_power_law(x, y) -> tuple[float, float]:
+    """Exponent ``b`` and factor ``a`` of ``y ~ a x^b`` by least squares on ``log y`` against ``log x``."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 2 or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("fit_power_law needs at least two points with positive x and y.")
+    b, log_a = np.polyfit(np.log(x), np.log(y), 1)
+    return float(b), float(np.exp(log_a))
+
+
+def plot_scaling(scaling: dict):
+    """Two panels, log-log: seconds and peak MiB of socm_pairs against the number of texts, and against ``d``.
+
+    Dashed lines are the fitted power laws recorded in ``scaling``. Returns the Figure.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    for ax, sweep, xkey, xlabel in ((axes[0], "texts", "n_texts", "number of texts N"),
+                                     (axes[1], "dim", "d", "embedding dimension d")):
+        s = scaling[sweep]
+        x = np.array([p[xkey] for p in s["points"]], dtype=float)
+        t = np.array([p["median_s"] for p in s["points"]])
+        m = np.array([p["peak_mib"] for p in s["points"]])
+        ax.loglog(x, t, "o-", color="C0", label=f"time (exponent {s['time_exponent']:.2f})")
+        xx = np.geomspace(x.min(), x.max(), 50)
+        ax.loglog(xx, s["time_factor"] * xx ** s["time_exponent"], "--", color="C0", alpha=0.5)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("seconds (median)", color="C0")
+        ax2 = ax.twinx()
+        ax2.loglog(x, np.maximum(m, 1e-3), "s-", color="C1", label=f"peak memory (exponent {s['memory_exponent']:.2f})")
+        ax2.loglog(xx, s["memory_factor"] * xx ** s["memory_exponent"], "--", color="C1", alpha=0.5)
+        ax2.set_ylabel("peak memory above baseline (MiB)", color="C1")
+        for a in (ax, ax2):
+            a.yaxis.set_major_formatter(ScalarFormatter())
+            a.yaxis.set_minor_formatter(NullFormatter())
+        fixed = f"d = {s['fixed']['d']}" if sweep == "texts" else f"N = {s['fixed']['n_texts']:,} texts"
+        ax.set_title(f"socm_pairs, all pairs ({fixed})")
+        lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+        labels = ax.get_legend_handles_labels()[1] + ax2.get_legend_handles_labels()[1]
+        ax.legend(lines, labels, loc="upper left", fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels([f"{int(v):,}" for v in x])
+        ax.minorticks_off()
+    return fig

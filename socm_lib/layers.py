@@ -1,0 +1,162 @@
+r"""Concentration and SOCM layer by layer (book, Chapter 7; notebook 6).
+
+:func:`layer_profile` runs the encoder once, keeps the token clouds of every hidden
+state (index 0 = embedding output, ``L`` = last layer, the paper's
+``last_hidden_state``), and measures at each layer
+
+* the mean concentration ratio :math:`c = S/\lVert\mu\rVert^2` over the texts,
+* the mean average intra-text cosine (self-pairs included),
+* the mean SOCM, :math:`d_\mu` and :math:`d_\Sigma` over the pairs (default: all pairs).
+
+:func:`plot_layer_profile` draws the three curves of the paper's layer-wise figure
+(Hara et al. 2026) for several encoders; :func:`norm_check` measures how far a layer's
+tokens are from the equal-norm case of the identity :math:`c = 1/\overline{\cos} - 1`;
+:func:`plot_pair_distributions` draws the histograms of :math:`d_\mu`, :math:`d_\Sigma`
+and SOCM over many pairs (notebook 5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .extract import token_embeddings
+from .pairs import socm_pairs
+from .stats import avg_intra_cosine, concentration_ratio
+
+PROFILE_COLUMNS = ("layer", "concentration", "avg_cosine", "mean_socm", "mean_d_mu", "mean_d_sigma")
+
+
+def _pairs_arg(pairs):
+    if pairs is None or (isinstance(pairs, str) and pairs == "all"):
+        return None
+    if isinstance(pairs, str):
+        raise ValueError(f"pairs must be None, 'all' or a (P, 2) array of index pairs, got {pairs!r}.")
+    return pairs
+
+
+def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, batch_size: int = 64,
+                  progress: bool | None = None) -> pd.DataFrame:
+    """Mean concentration, mean average intra-text cosine and mean SOCM at every hidden state of ``encoder``.
+
+    Parameters
+    ----------
+    encoder
+        An encoder from :func:`socm_lib.load_encoder`.
+    texts
+        The texts (at least two).
+    pairs
+        ``None`` or ``"all"`` for every pair ``i < j`` of the texts, or a ``(P, 2)`` array of index pairs.
+    special_tokens, batch_size
+        Passed to :func:`socm_lib.token_embeddings` (one call with ``layer="all"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per hidden-state index ``0..L`` (0 = embedding output, ``L`` = final layer) with columns
+        ``layer, concentration, avg_cosine, mean_socm, mean_d_mu, mean_d_sigma``.
+    """
+    pairs = _pairs_arg(pairs)
+    texts = list(texts)
+    if len(texts) < 2 and pairs is None:
+        raise ValueError(f"layer_profile needs at least two texts to form pairs, got {len(texts)}.")
+    by_layer = token_embeddings(encoder, texts, layer="all", special_tokens=special_tokens,
+                                batch_size=batch_size, progress=progress)
+    rows = []
+    for lay in sorted(by_layer):
+        clouds = by_layer[lay]
+        result = socm_pairs(clouds, pairs, progress=progress)
+        rows.append({
+            "layer": int(lay),
+            "concentration": float(np.mean([concentration_ratio(c) for c in clouds])),
+            "avg_cosine": float(np.mean([avg_intra_cosine(c) for c in clouds])),
+            "mean_socm": float(np.mean(result.socm)),
+            "mean_d_mu": float(np.mean(result.d_mu)),
+            "mean_d_sigma": float(np.mean(result.d_sigma)),
+        })
+    return pd.DataFrame(rows, columns=list(PROFILE_COLUMNS))
+
+
+def largest_drop(profile: pd.DataFrame, column: str = "concentration") -> int:
+    """The layer ``l >= 1`` whose ``column`` fell most from layer ``l - 1`` (the first such layer on ties)."""
+    values = profile.sort_values("layer", kind="stable")[column].to_numpy()
+    if len(values) < 2:
+        raise ValueError("A profile needs at least two layers to have a drop.")
+    drops = values[:-1] - values[1:]
+    return int(profile.sort_values("layer", kind="stable")["layer"].to_numpy()[1:][int(np.argmax(drops))])
+
+
+def norm_check(clouds) -> pd.DataFrame:
+    r"""Per text: concentration, the equal-norm prediction :math:`1/\overline{\cos} - 1`, and the norm spread.
+
+    Columns ``tokens, concentration, equal_norm_prediction, norm_cv`` (coefficient of variation of the
+    token norms, population standard deviation over mean). The prediction is exact when ``norm_cv`` is 0
+    (Chapter 7, equal-norm identity); unequal norms make the true ratio larger or smaller.
+    """
+    rows = []
+    for c in clouds:
+        x = np.asarray(c, dtype=np.float64)
+        norms = np.linalg.norm(x, axis=1)
+        rows.append({
+            "tokens": int(x.shape[0]),
+            "concentration": concentration_ratio(x),
+            "equal_norm_prediction": 1.0 / avg_intra_cosine(x) - 1.0,
+            "norm_cv": float(norms.std() / norms.mean()),
+        })
+    return pd.DataFrame(rows, columns=["tokens", "concentration", "equal_norm_prediction", "norm_cv"])
+
+
+def plot_layer_profile(profiles: dict):
+    """Three panels (mean concentration, mean average intra-text cosine, mean SOCM) against the layer.
+
+    ``profiles`` maps an encoder name to a :func:`layer_profile` DataFrame; each encoder is one line per
+    panel. Returns the matplotlib Figure.
+    """
+    import matplotlib.pyplot as plt
+
+    if not profiles:
+        raise ValueError("profiles is empty: pass {encoder name: layer_profile(...) DataFrame}.")
+    panels = [("concentration", "mean concentration ratio $c$"),
+              ("avg_cosine", "mean avg. intra-text cosine"),
+              ("mean_socm", "mean SOCM over pairs")]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
+    for name, df in profiles.items():
+        df = df.sort_values("layer", kind="stable")
+        for ax, (col, _) in zip(axes, panels):
+            ax.plot(df["layer"], df[col], marker="o", label=name)
+    for ax, (_, title) in zip(axes, panels):
+        ax.set_title(title)
+        ax.set_xlabel("layer (0 = embeddings)")
+        ax.grid(alpha=0.3)
+        layers = sorted({int(v) for df in profiles.values() for v in df["layer"]})
+        ax.set_xticks(layers)
+    axes[0].legend()
+    return fig
+
+
+def plot_pair_distributions(results: dict, bins: int = 60):
+    r"""Histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over pairs, one colour per run.
+
+    ``results`` maps a run name (e.g. an encoder) to a :class:`socm_lib.PairResult`. The :math:`d_\Sigma`
+    and SOCM panels mark the value 1 (above it only when concentration is large, Chapter 4).
+    Returns the matplotlib Figure.
+    """
+    import matplotlib.pyplot as plt
+
+    if not results:
+        raise ValueError("results is empty: pass {name: PairResult}.")
+    panels = [("d_mu", r"$d_\mu$"), ("d_sigma", r"$d_\Sigma$"), ("socm", "SOCM")]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
+    for ax, (attr, title) in zip(axes, panels):
+        values = [np.asarray(getattr(r, attr)) for r in results.values()]
+        hi = max(float(v.max()) for v in values)
+        edges = np.linspace(0.0, max(hi, 1e-12) * 1.001, bins + 1)
+        for name, v in zip(results, values):
+            ax.hist(v, bins=edges, alpha=0.55, label=name, density=True)
+        if attr != "d_mu" and hi > 1.0:
+            ax.axvline(1.0, color="k", linestyle="--", linewidth=1)
+        ax.set_title(title)
+        ax.set_xlabel("value")
+        ax.set_ylabel("density")
+    axes[0].legend()
+    return fig

@@ -1,0 +1,368 @@
+"""Interactive comparison of two encoders (notebook 4): a thin ipywidgets 8 UI over :func:`compare`.
+
+All computing happens in :func:`compare`, which a notebook's static twin calls directly with the
+widget's default settings; the :class:`Comparator` widget only reads its controls, calls
+:func:`compare`, and displays the result. Encoders and token embeddings are cached, so moving the
+pair picker or switching back to an encoder already used costs no new forward pass.
+
+An encoder that cannot be loaded here (no network, or code from its model repository that must be
+trusted explicitly) does not break the widget: its Output shows which model failed, why, and how to
+run it (Colab), and every control keeps working.
+"""
+
+from __future__ import annotations
+
+import functools
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .data import corpus, labelled_pairs, read_stsb, sample_texts, shared_data_dir
+from .display import fixed, fmt
+from .encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
+from .extract import token_embeddings
+from .pairs import PairResult, socm_pairs
+
+DEFAULT_A = "untrained-minilm-l6"
+DEFAULT_B = "all-minilm-l6"
+DEFAULT_N_TEXTS = 120
+MAX_N_TEXTS = 500
+
+#: Text sources offered by the widget: key -> label shown in the dropdown.
+SOURCES = {
+    "corpus": "embedded corpus (random sample)",
+    "labelled": "labelled pairs (their texts)",
+    "stsb-dev": "STS-B dev sentences (shared data)",
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Texts
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _stsb_dev_path():
+    root = shared_data_dir()
+    if root is None:
+        return None
+    path = root / "stsb" / "sts-dev.csv"
+    return path if path.is_file() else None
+
+
+def available_sources() -> dict[str, str]:
+    """The entries of :data:`SOURCES` that exist here (STS-B only when :func:`shared_data_dir` holds it)."""
+    return {k: v for k, v in SOURCES.items() if k != "stsb-dev" or _stsb_dev_path() is not None}
+
+
+@functools.cache
+def _source_pool(source: str) -> tuple[str, ...]:
+    if source == "corpus":
+        return tuple(corpus()["text"])
+    if source == "labelled":
+        df = labelled_pairs()
+        return tuple(dict.fromkeys(list(df["text_a"]) + list(df["text_b"])))  # distinct texts, first-seen order
+    if source == "stsb-dev":
+        path = _stsb_dev_path()
+        if path is None:
+            raise FileNotFoundError("STS-B is not present: socm_lib.shared_data_dir() has no stsb/sts-dev.csv.")
+        df = read_stsb(path)
+        return tuple(t for t in dict.fromkeys(list(df["sentence1"]) + list(df["sentence2"])) if t.strip())
+    raise ValueError(f"Unknown text source {source!r}; choose from {list(SOURCES)}.")
+
+
+def source_size(source: str) -> int:
+    """Number of distinct texts a source offers."""
+    return len(_source_pool(source))
+
+
+def source_texts(source: str = "corpus", n_texts: int = DEFAULT_N_TEXTS, seed: int = 0) -> list[str]:
+    """``n_texts`` texts of a source (see :data:`SOURCES`), sampled with :func:`socm_lib.sample_texts` and ``seed``."""
+    pool = _source_pool(source)
+    return sample_texts(pool, min(int(n_texts), len(pool)), seed)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Computing
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def cached_encoder(name: str) -> Encoder:
+    """:func:`socm_lib.load_encoder` with a cache keyed by name (a failed load is not cached, so it can be retried)."""
+    return load_encoder(name)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_clouds(name: str, texts: tuple[str, ...]) -> tuple:
+    return tuple(token_embeddings(cached_encoder(name), list(texts)))
+
+
+def _clouds(encoder, texts: list[str]) -> list[np.ndarray]:
+    if isinstance(encoder, Encoder):
+        return token_embeddings(encoder, texts)
+    try:
+        cached_encoder(encoder)
+    except (ModelUnavailableError, ValueError) as exc:
+        exc.encoder_name = encoder  # lets the widget say which of the two encoders failed
+        raise
+    return list(_cached_clouds(encoder, tuple(texts)))
+
+
+def unavailable_message(name: str, exc: BaseException) -> str:
+    """A message saying which encoder could not be loaded, why, and how to run it."""
+    spec = REGISTRY.get(name)
+    what = f"{name!r} ({spec.hf_id})" if spec is not None and spec.hf_id else repr(name)
+    how = (
+        "To compare it, open this notebook in Google Colab (rocket button at the top of the page), where the "
+        "Hugging Face Hub can be reached, and pick it there. Offline encoders that work anywhere: "
+        "'untrained-minilm-l6' and 'all-minilm-l6'."
+    )
+    if spec is not None and spec.needs_remote_code:
+        how = (
+            "This widget does not run code from model repositories. If you trust that repository, load it yourself "
+            f"with socm_lib.load_encoder({name!r}, trust_remote_code=True) where a network exists (e.g. Colab) and "
+            "pass the encoder to socm_lib.widgets.compare()."
+        )
+    return f"Encoder {what} could not be loaded: {exc}\n{how}"
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` measured: the texts, each encoder's token clouds and SOCM over all pairs."""
+
+    names: tuple[str, str]
+    texts: list[str]
+    clouds: tuple[list, list]
+    results: tuple[PairResult, PairResult]
+    order: np.ndarray = field(repr=False)  # pair indices sorted by encoder A's SOCM, highest first (stable)
+
+    def mean_socm(self) -> dict[str, float]:
+        """Average SOCM over all pairs, per encoder name."""
+        return {n: float(np.mean(r.socm)) for n, r in zip(self.names, self.results)}
+
+    def summary_table(self):
+        """One row per encoder: kind, pairs, mean and median SOCM, mean d_mu and d_sigma, share d_sigma > 1.
+
+        The last column quotes the average SOCM that Hara et al. (2026) report on Wikipedia pairs (other texts,
+        so only a rough point of reference), or "-" where the paper has none.
+        """
+        import pandas as pd
+
+        rows = []
+        for name, r in zip(self.names, self.results):
+            s = r.summary()
+            spec = REGISTRY.get(name)
+            paper = spec.paper_socm if spec is not None else None
+            rows.append({
+                "encoder": name,
+                "kind": spec.kind if spec is not None else "unregistered",
+                "pairs": int(s["pairs"]),
+                "mean SOCM": s["mean_socm"],
+                "median SOCM": s["median_socm"],
+                "mean d_mu": s["mean_d_mu"],
+                "mean d_sigma": s["mean_d_sigma"],
+                "share d_sigma > 1": s["share_d_sigma_above_1"],
+                "paper SOCM (Wikipedia)": fmt(paper, 3) if paper is not None else "-",
+            })
+        df = pd.DataFrame(rows)
+        for col in ("encoder", "kind", "paper SOCM (Wikipedia)"):  # object dtype: socm_lib.fixed checks with numpy
+            df[col] = df[col].astype(object)
+        return fixed(df)
+
+    def summary_text(self) -> str:
+        """One line per encoder ("A name: ...", "B name: ..."): its average SOCM over the pairs, at 4 decimals."""
+        n = len(self.results[0])
+        return "\n".join(
+            f"{slot} {name}: average SOCM {fmt(np.mean(r.socm))} over {n} pairs of {len(self.texts)} texts"
+            for slot, name, r in zip("AB", self.names, self.results)
+        )
+
+    def pair_at(self, rank: int) -> int:
+        """Index (into the results) of the pair ranked ``rank`` by encoder A's SOCM (0 = highest)."""
+        if not 0 <= rank < len(self.order):
+            raise IndexError(f"rank must be in [0, {len(self.order) - 1}], got {rank}.")
+        return int(self.order[rank])
+
+
+def compare(encoder_a, encoder_b, texts, *, device=None) -> Comparison:
+    """Token embeddings of ``texts`` from two encoders and SOCM over all their pairs, for each encoder.
+
+    ``encoder_a`` / ``encoder_b`` are registry names (loaded once and cached) or loaded
+    :class:`~socm_lib.encoders.Encoder` objects. Raises :class:`~socm_lib.encoders.ModelUnavailableError`
+    (or ``ValueError``) when an encoder cannot be loaded; the exception's ``encoder_name`` attribute names it
+    (see :func:`unavailable_message`).
+    """
+    texts = list(texts)
+    if len(texts) < 2:
+        raise ValueError(f"compare needs at least two texts to form a pair, got {len(texts)}.")
+    names, clouds, results = [], [], []
+    for enc in (encoder_a, encoder_b):
+        c = _clouds(enc, texts)
+        names.append(enc.name if isinstance(enc, Encoder) else str(enc))
+        clouds.append(c)
+        results.append(socm_pairs(c, device=device, progress=False))
+    order = np.argsort(-results[0].socm, kind="stable")
+    return Comparison(tuple(names), texts, tuple(clouds), tuple(results), order)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The widget
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Comparator:
+    """Two encoders side by side on the same texts: average SOCM, scatter plots, one pair, extreme pairs.
+
+    Controls: ``encoder_a``, ``encoder_b`` (registry names), ``source`` (text source), ``n_texts`` (sample
+    size), ``pair`` (rank of a pair by encoder A's SOCM, 0 = highest). Every change re-renders ``out``. For
+    headless use and tests, each render records ``last_summary`` (text of the averages, or ``None`` after an
+    error), ``last_error`` (the message shown, or ``None``), ``last_pair`` (the texts' indices ``(i, j)``)
+    and ``last_table`` (the extreme-pairs DataFrame). ``show_figures=False`` skips the figures.
+    """
+
+    def __init__(self, encoder_a: str = DEFAULT_A, encoder_b: str = DEFAULT_B, *, source: str = "corpus",
+                 n_texts: int = DEFAULT_N_TEXTS, seed: int = 0, device=None, show_figures: bool = True):
+        import ipywidgets as w
+
+        names = list(REGISTRY)
+        sources = available_sources()
+        if source not in sources:
+            raise ValueError(f"Text source {source!r} is not available here; choose from {list(sources)}.")
+        self.seed, self.device, self.show_figures = seed, device, show_figures
+        style = {"description_width": "initial"}
+        self.encoder_a = w.Dropdown(options=names, value=encoder_a, description="encoder A", style=style)
+        self.encoder_b = w.Dropdown(options=names, value=encoder_b, description="encoder B", style=style)
+        self.source = w.Dropdown(options=[(label, key) for key, label in sources.items()], value=source,
+                                 description="texts", style=style)
+        top = min(MAX_N_TEXTS, source_size(source))
+        self.n_texts = w.IntSlider(value=min(int(n_texts), top), min=10, max=top, step=10, continuous_update=False,
+                                   description="sample size", style=style)
+        self.pair = w.IntSlider(value=0, min=0, max=1, continuous_update=False,
+                                description="pair (rank by A's SOCM)", style=style)
+        self.out = w.Output()
+        self.widget = w.VBox([
+            w.HBox([self.encoder_a, self.encoder_b]),
+            w.HBox([self.source, self.n_texts]),
+            self.pair,
+            self.out,
+        ])
+        self.comparison: Comparison | None = None
+        self.last_summary: str | None = None
+        self.last_error: str | None = None
+        self.last_pair: tuple[int, int] | None = None
+        self.last_table = None
+        self.renders = 0
+        self._key = None
+        self._quiet = False
+        for control in (self.encoder_a, self.encoder_b, self.n_texts):
+            control.observe(self._on_inputs, names="value")
+        self.source.observe(self._on_source, names="value")
+        self.pair.observe(self._on_pair, names="value")
+        self.update()
+
+    # display the container when the object itself is shown in a notebook
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    @contextmanager
+    def _hold(self):
+        """Change controls programmatically without triggering their handlers."""
+        old, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = old
+
+    # -- handlers ---------------------------------------------------------------------------------------------
+    def _on_inputs(self, change=None):
+        if not self._quiet:
+            self.update()
+
+    def _on_source(self, change=None):
+        if self._quiet:
+            return
+        with self._hold():
+            top = min(MAX_N_TEXTS, source_size(self.source.value))
+            self.n_texts.max = top
+            self.n_texts.value = min(self.n_texts.value, top)
+        self.update()
+
+    def _on_pair(self, change=None):
+        if not self._quiet:
+            self.render()
+
+    # -- computing and rendering --------------------------------------------------------------------------------
+    def texts(self) -> list[str]:
+        """The texts selected by the source and sample-size controls."""
+        return source_texts(self.source.value, self.n_texts.value, self.seed)
+
+    def update(self) -> None:
+        """Recompute if encoders, source or sample size changed since the last computation, then render."""
+        key = (self.encoder_a.value, self.encoder_b.value, self.source.value, self.n_texts.value)
+        if key != self._key or self.comparison is None:
+            self.comparison, self._key, self.last_error = None, None, None
+            try:
+                self.comparison = compare(key[0], key[1], self.texts(), device=self.device)
+                self._key = key
+            except (ModelUnavailableError, ValueError, OSError) as exc:
+                failed = getattr(exc, "encoder_name", None)
+                self.last_error = unavailable_message(failed, exc) if failed else f"Could not compare: {exc}"
+            if self.comparison is not None:
+                with self._hold():
+                    self.pair.max = max(0, len(self.comparison.order) - 1)
+                    self.pair.value = min(self.pair.value, self.pair.max)
+        self.render()
+
+    def render(self) -> None:
+        """Show the current comparison (or the error) in ``out``, and record what was shown."""
+        from IPython.display import clear_output, display
+
+        self.renders += 1
+        self.pair.disabled = self.comparison is None
+        if self.comparison is None:
+            self.last_summary, self.last_pair, self.last_table = None, None, None
+            with self.out:
+                clear_output(wait=True)
+                print(self.last_error)
+            return
+        c = self.comparison
+        k = c.pair_at(self.pair.value)
+        i, j = int(c.results[0].i[k]), int(c.results[0].j[k])
+        self.last_summary = c.summary_text()
+        self.last_pair = (i, j)
+        from .plots import extreme_pairs_table
+
+        self.last_table = extreme_pairs_table(c.results[0], c.texts, k=5)
+        with self.out:
+            clear_output(wait=True)
+            print(self.last_summary)
+            display(c.summary_table())
+            if self.show_figures:
+                for fig in comparison_figures(c, k):
+                    display(fig)
+                    _close(fig)
+            print(f"Most and least collapsed pairs for {c.names[0]}:")
+            display(self.last_table)
+
+
+def _close(fig) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def comparison_figures(c: Comparison, pair_index: int) -> list:
+    """The widget's figures: one d_mu/d_sigma scatter per encoder, and the chosen pair projected for both."""
+    import matplotlib.pyplot as plt
+
+    from .plots import pair_projection, scatter_dmu_dsigma
+
+    figs = [scatter_dmu_dsigma(r, title=name) for name, r in zip(c.names, c.results)]
+    i, j = int(c.results[0].i[pair_index]), int(c.results[0].j[pair_index])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    for ax, name, clouds in zip(axes, c.names, c.clouds):
+        pair_projection(clouds[i], clouds[j], ax=ax, labels=(c.texts[i], c.texts[j]), title=name)
+    fig.tight_layout()
+    figs.append(fig)
+    return figs

@@ -1,0 +1,87 @@
+"""Checks on the built book (_build/html), run after `jupyter-book build` by `make book` and `make test`."""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def _toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part["chapters"]]
+    return files
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built_book():
+    if not (HTML / "index.html").exists():
+        pytest.fail("The book is not built: run `make build-book` (or `make test`, which builds it first).")
+
+
+@pytest.mark.parametrize("page", _toc_files())
+def test_every_toc_page_is_built_without_errors(page):
+    html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+    assert 'class="system-message"' not in html, f"{page}: docutils error rendered into the page"
+    assert 'class="problematic"' not in html, f"{page}: unresolved reference rendered into the page"
+    assert "???" not in re.sub(r"<script.*?</script>", "", html, flags=re.S), f"{page}: unresolved number"
+
+
+def test_chapters_use_proofs_and_exercises():
+    chapters = [p for p in _toc_files() if Path(p).name.startswith("ch")]
+    for page in chapters:
+        html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+        assert "exercise" in html, f"{page} has no exercise"
+        assert "solution" in html, f"{page} has no solution"
+    proofs = sum((HTML / f"{p}.html").read_text(encoding="utf-8").count('class="proof') for p in chapters)
+    assert proofs >= 10
+
+
+def _tracked_files():
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+NOTEBOOK_PAGES = [p for p in _toc_files() if (ROOT / f"{p}.ipynb").exists()]
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_notebook_pages_have_valid_colab_links(page):
+    html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+    repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
+    branch = CONFIG["repository"]["branch"]
+    links = re.findall(r'href="(https://colab\.research\.google\.com/github/[^"]+)"', html)
+    assert links, f"{page}: no Colab launch link"
+    prefix = f"https://colab.research.google.com/github/{repo}/blob/{branch}/"
+    for link in links:
+        assert link.startswith(prefix), f"{page}: Colab link {link} does not point at {repo}@{branch}"
+        path = link[len(prefix):]
+        assert path.endswith(".ipynb") and path in _tracked_files(), f"{page}: {path} is not a tracked notebook"
+
+
+def _has_widgets(path: Path) -> bool:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return any(
+        "application/vnd.jupyter.widget-view+json" in out.get("data", {})
+        for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", [])
+    )
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_widget_pages_embed_widget_state(page):
+    if not _has_widgets(ROOT / f"{page}.ipynb"):
+        return
+    html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+    assert "application/vnd.jupyter.widget-state+json" in html, f"{page}: widgets without embedded state"
+
+
+def test_at_least_one_page_has_widgets():
+    assert any(_has_widgets(ROOT / f"{p}.ipynb") for p in NOTEBOOK_PAGES)

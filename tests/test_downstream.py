@@ -1,0 +1,110 @@
+"""socm_lib.downstream: the paper's family table, Spearman helpers, separation, pair frames and summaries."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import socm_lib
+from socm_lib import downstream
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return socm_lib.load_encoder("all-minilm-l6", device="cpu")
+
+
+def test_family_table_matches_registry_and_paper():
+    fam = downstream.paper_family_table()
+    assert len(fam) == 8  # eight contrastive encoders under four backbones
+    assert set(fam["backbone"]) == {"bert", "minilm", "mpnet", "nomic-bert"}
+    for row in fam.itertuples():
+        assert socm_lib.REGISTRY[row.backbone].kind == "backbone"
+        assert socm_lib.REGISTRY[row.contrastive].kind == "contrastive"
+        assert row.change == pytest.approx(row.contrastive_socm - row.backbone_socm)
+    # the paper's one exception: all-MiniLM-L12-v2 (0.313) above its backbone MiniLM (0.242)
+    assert fam.loc[~fam["lower"], "contrastive"].tolist() == ["all-minilm-l12"]
+    assert int(fam["lower"].sum()) == 7
+    # text columns are plain objects, so socm_lib.fixed can format the table
+    assert socm_lib.fixed(fam)["change"].iloc[0] == "-0.2030"
+
+
+def test_reported_p_values_follow_from_rho():
+    for rho, p in downstream.PAPER_MTEB_SPEARMAN.values():
+        assert round(downstream.spearman_p_from_rho(rho, downstream.PAPER_N_MODELS), 3) == p
+
+
+def test_spearman_p_from_rho_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=12)
+    y = x + rng.normal(size=12)
+    rho, p = downstream.spearman(x, y)
+    assert p == pytest.approx(downstream.spearman_p_from_rho(rho, 12), rel=1e-9)
+    assert rho == pytest.approx(stats.spearmanr(x, y).statistic)
+
+
+def test_direction_and_fmt_p():
+    assert downstream.direction(0.3, 0.2) == "higher"
+    assert downstream.direction(0.2, 0.3) == "lower"
+    assert downstream.direction(0.20001, 0.2) == "equal"  # agree at 4 decimals
+    assert downstream.direction(-1, 0, words=("positive", "negative", "zero")) == "negative"
+    assert downstream.fmt_p(0.01534) == "0.0153"
+    assert downstream.fmt_p(1e-9) == "< 0.0001"
+
+
+def test_separation():
+    assert downstream.separation([3, 4], [1, 2]) == 1.0
+    assert downstream.separation([1, 2], [3, 4]) == 0.0
+    assert downstream.separation([1, 2], [1, 2]) == 0.5
+    a, b = np.random.default_rng(1).normal(size=(2, 40))
+    u = stats.mannwhitneyu(a, b).statistic
+    assert downstream.separation(a, b) == pytest.approx(u / (len(a) * len(b)))
+    with pytest.raises(ValueError, match="at least one value"):
+        downstream.separation([], [1.0])
+
+
+def test_pair_frame_identity_and_agreement_with_socm(minilm):
+    a = ["The museum closes at six on weekdays.", "Anna called Ben before lunch.", "It rained."]
+    b = ["On weekdays, the museum shuts its doors at 6 p.m.", "Ben called Anna before lunch.",
+         "The committee postponed its vote on the new budget until next spring."]
+    f = downstream.pair_frame(minilm, a, b, progress=False, device="cpu")
+    assert list(f.columns) == ["d_mu", "d_sigma", "socm", "cosine", "n_a", "n_b"]
+    # Chapter 3: after normalisation d_mu = (1 - cos) / 2
+    np.testing.assert_allclose(f["cosine"], 1 - 2 * f["d_mu"], atol=1e-10)
+    clouds = socm_lib.token_embeddings(minilm, a + b)
+    for k in range(3):
+        ref = socm_lib.socm(clouds[k], clouds[k + 3])
+        assert f["socm"][k] == pytest.approx(ref.socm, abs=1e-10)
+        assert f["n_a"][k] == clouds[k].shape[0] and f["n_b"][k] == clouds[k + 3].shape[0]
+    dropped = downstream.pair_frame(minilm, a, b, special_tokens=False, progress=False, device="cpu")
+    assert (dropped["n_a"] == f["n_a"] - 2).all()  # [CLS] and [SEP]
+    with pytest.raises(ValueError, match="one of each per pair"):
+        downstream.pair_frame(minilm, a, b[:2])
+
+
+def test_group_summary_order_and_values():
+    f = pd.DataFrame({"kind": ["x", "y", "x", "y"], "d_mu": [0.1, 0.2, 0.3, 0.4],
+                      "d_sigma": [1.0, 2.0, 3.0, 4.0], "socm": [0.5, 0.6, 0.7, 0.9]})
+    t = downstream.group_summary(f, "kind", ["y", "x", "z"])
+    assert t["kind"].tolist() == ["y", "x"]
+    assert t["pairs"].tolist() == [2, 2]
+    assert t.loc[0, "mean_socm"] == pytest.approx(0.75)
+    assert t.loc[1, "mean_d_sigma"] == pytest.approx(2.0)
+    assert "mean_cosine" not in t
+    assert socm_lib.fixed(t)["mean_socm"].tolist() == ["0.7500", "0.6000"]
+
+
+def test_plots_return_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(0)
+    f = pd.DataFrame({"kind": ["a"] * 5 + ["b"] * 5, "d_mu": rng.random(10), "d_sigma": rng.random(10),
+                      "socm": rng.random(10)})
+    for fig in (downstream.plot_by_kind({"e1": f, "e2": f}, ["a", "b"]),
+                downstream.plot_dmu_dsigma({"e1": f}, ["a", "b"]),
+                downstream.plot_lines([("x", "y", {"e1": ([1, 2], [3, 4])})])):
+        assert len(fig.axes) >= 1
+        plt.close(fig)
