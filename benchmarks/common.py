@@ -110,8 +110,32 @@ def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def _cpu_seconds() -> dict:
+    """Busy CPU seconds of the whole machine (all cores), of this process and its finished children, and steal."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = {"own": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime, "wall": time.perf_counter()}
+    try:
+        import psutil
+
+        t = psutil.cpu_times()
+        out["machine"] = t.user + t.nice + t.system + getattr(t, "irq", 0) + getattr(t, "softirq", 0)
+        out["steal"] = getattr(t, "steal", 0.0)
+    except ImportError:
+        out["machine"] = out["steal"] = None
+    return out
+
+
+_CPU_START: dict | None = None
+
+
 def header(script: str, quick: bool) -> dict:
-    """What every result file starts with: command, date, machine, versions, load at start."""
+    """What every result file starts with: command, date, machine, versions, load at start.
+
+    Also starts the count of CPU time used by *other* processes while the script runs (see :func:`finish`).
+    """
+    global _CPU_START
+    _CPU_START = _cpu_seconds()
     cmd = "python benchmarks/" + Path(script).name + (" --quick" if quick else "")
     return {
         "command": cmd,
@@ -128,10 +152,34 @@ def finish(record: dict, name: str, t0: float) -> Path:
     """Add the wall time and the end load, and write ``results/<name>.json``."""
     record["load_average_1min_end"] = load_average()
     record["script_seconds"] = round(time.perf_counter() - t0, 1)
+    record["other_processes"] = other = other_processes()
+    if other["busy"]:
+        print(f"warning: other processes kept {other['cores']:.2f} of {other['of_cores']} cores busy on average "
+              f"(plus {other['steal_cores']:.2f} stolen by the hypervisor) while this benchmark ran: its timings are "
+              "pessimistic and its speed ratios unreliable. Rerun on an idle machine.", file=sys.stderr)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
     return path
+
+
+def other_processes() -> dict:
+    """How many cores other processes kept busy, on average, since :func:`header` (0 on an idle machine).
+
+    Machine-wide busy CPU time minus the CPU time of this script and its children, over the wall time;
+    ``steal_cores`` is the time the hypervisor gave to other virtual machines. The 1-minute load
+    average cannot tell this: it counts the benchmark's own threads.
+    """
+    if _CPU_START is None or _CPU_START["machine"] is None:
+        return {"cores": None, "steal_cores": None, "busy": None}
+    end = _cpu_seconds()
+    wall = end["wall"] - _CPU_START["wall"]
+    others = (end["machine"] - _CPU_START["machine"]) - (end["own"] - _CPU_START["own"])
+    steal = end["steal"] - _CPU_START["steal"]
+    cores = max(others, 0.0) / wall
+    n = os.cpu_count() or 1
+    return {"cores": round(cores, 2), "steal_cores": round(steal / wall, 2), "of_cores": n,
+            "busy": bool(cores + steal / wall > 0.1 * n)}
 
 
 def _jsonable(x):
@@ -308,36 +356,42 @@ def reference_factors(clouds) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]
 
 
 def _reference_chunk(args):
-    factors, means, traces, pairs = args
+    """Nuclear norms ``||A_i A_j^T||_*`` of the given pairs: one matrix product and one LAPACK SVD per pair."""
+    factors, transposed, pairs = args
     from threadpoolctl import threadpool_limits
 
-    out = np.empty((len(pairs), 3))
+    out = np.empty(len(pairs))
+    svd = np.linalg.svd
     with threadpool_limits(1):
         for k, (i, j) in enumerate(pairs):
-            nuclear = np.linalg.svd(factors[i] @ factors[j].T, compute_uv=False).sum()
-            d_sigma = max(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
-            diff = means[i] - means[j]
-            d_mu = float(diff @ diff) / 4.0
-            out[k] = (d_mu, d_sigma, (1.0 - d_mu) * d_sigma)
+            out[k] = svd(factors[i] @ transposed[j], compute_uv=False).sum()
     return out
 
 
 def reference_pairs(clouds, pairs, workers: int | None = None) -> np.ndarray:
     """``(P, 3)`` array of ``d_mu, d_sigma, SOCM`` in float64: one SVD of ``A_i A_j^T`` per pair, no batching.
 
-    The pairs are split over ``workers`` processes (default: the CPU count), one BLAS thread each.
+    ``d_Sigma = (||A_i||_F^2 + ||A_j||_F^2 - 2 ||A_i A_j^T||_*) / 4`` (clipped at 0) and
+    ``d_mu = ||m_i - m_j||^2 / 4``. The SVDs are split over ``workers`` processes (default: the CPU
+    count), one BLAS thread each.
     """
     factors, means, traces = reference_factors(clouds)
+    transposed = [np.ascontiguousarray(A.T) for A in factors]
     pairs = np.asarray(pairs)
     workers = workers or os.cpu_count() or 1
     if workers == 1 or len(pairs) < 2000:
-        return _reference_chunk((factors, means, traces, pairs))
-    import multiprocessing as mp
+        nuclear = _reference_chunk((factors, transposed, pairs))
+    else:
+        import multiprocessing as mp
 
-    chunks = np.array_split(pairs, workers * 4)
-    with mp.get_context("fork").Pool(workers) as pool:
-        parts = pool.map(_reference_chunk, [(factors, means, traces, c) for c in chunks])
-    return np.concatenate(parts)
+        chunks = np.array_split(pairs, workers * 4)
+        with mp.get_context("fork").Pool(workers) as pool:
+            nuclear = np.concatenate(pool.map(_reference_chunk, [(factors, transposed, c) for c in chunks]))
+    i, j = pairs[:, 0], pairs[:, 1]
+    d_sigma = np.maximum(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
+    diff = means[i] - means[j]
+    d_mu = np.einsum("pk,pk->p", diff, diff) / 4.0
+    return np.stack([d_mu, d_sigma, (1.0 - d_mu) * d_sigma], axis=1)
 
 
 def errors(values: np.ndarray, reference: np.ndarray) -> dict:

@@ -35,13 +35,18 @@ def main(argv=None) -> int:
         print(f"warning: the 1-minute load average is {load:.2f} on {cores} cores; other work will slow the "
               "benchmarks down (the load is recorded in each result file).", file=sys.stderr)
     t0 = time.perf_counter()
-    failed = []
+    failed, done = [], []
     for script in SCRIPTS:
         name = script.removesuffix(".py").removeprefix("bench_")
         if args.only and name not in args.only:
             continue
         print(f"\n######## {script}{' --quick' if args.quick else ''}", flush=True)
-        rc = subprocess.run([sys.executable, str(HERE / script)] + (["--quick"] if args.quick else [])).returncode
+        extra = ["--quick"] if args.quick else []
+        if name == "scaling" and not args.quick and "bench_metric.py" in done:
+            extra += ["--reuse-metric", str(HERE / "results" / "metric.json")]  # same clouds: N = 1,000 already measured
+        rc = subprocess.run([sys.executable, str(HERE / script)] + extra).returncode
+        if rc == 0:
+            done.append(script)
         if rc != 0:
             failed.append(script)
     print(f"\n######## summary ({time.perf_counter() - t0:.0f} s in all)")
@@ -51,7 +56,10 @@ def main(argv=None) -> int:
         path = HERE / "results" / f"{name}.json"
         if path.exists():
             record = json.loads(path.read_text())
-            print(f"\n{name}.json ({record['date']}, load average {record['load_average_1min_start']} at start)")
+            other = record.get("other_processes", {})
+            print(f"\n{name}.json ({record['date']}, load average {record['load_average_1min_start']} at start; "
+                  f"other processes used {other.get('cores')} cores on average"
+                  f"{' -- BUSY MACHINE, rerun when idle' if other.get('busy') else ''})")
             print(benchmarking.targets_table(record["targets"]).to_string(index=False))
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)

@@ -24,6 +24,8 @@ from .data import (
 from .encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
 from .extract import token_embeddings
 from .display import device_report, fixed, fmt
+from .layers import layer_profile, plot_layer_profile
+from .plots import clouds_2d, extreme_pairs_table, pair_projection, scatter_dmu_dsigma, socm_surface
 from .protocol import Measurement, measure, paper_protocol
 
 __version__ = "0.1.0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 
-import numpy as np
+import pandas as pd
 import torch
 
 DIGITS = 4
@@ -20,7 +20,7 @@ def fixed(df, digits: int = DIGITS):
     """A copy of a DataFrame whose float columns are strings at ``digits`` decimals (for display)."""
     out = df.copy()
     for col in out.columns:
-        if np.issubdtype(out[col].dtype, np.floating):
+        if pd.api.types.is_float_dtype(out[col]):
             out[col] = [fmt(v, digits) for v in out[col]]
     return out
 

@@ -52,7 +52,7 @@ def _new_axes(ax, figsize):
 
 
 def covariance_ellipse(mean, cov, *, level: float = ELLIPSE_LEVEL, **kwargs) -> Ellipse:
-    r"""The ellipse :math:`\{x : (x-m)^\top\Sigma^{-1}(x-m) \le r^2\}` with :math:`r^2` the chi-square(2) ``level`` quantile.
+    r"""The ellipse :math:`(x-m)^\top\Sigma^{-1}(x-m) \le r^2`, with :math:`r^2` the chi-square(2) ``level`` quantile.
 
     For a Gaussian :math:`\mathcal N(m, \Sigma)` in the plane it holds probability ``level``. A singular
     ``cov`` gives a flat ellipse (a segment). ``kwargs`` go to :class:`matplotlib.patches.Ellipse`.
@@ -93,7 +93,7 @@ def _draw_cloud(ax, P, mean, color, label, marker="o"):
 
 def socm_surface(ax=None, points=None, *, d_sigma_max: float | None = None, levels: int = 11,
                  figsize=(5.6, 4.4)):
-    r"""Contours of :math:`\mathrm{SOCM} = (1-d_\mu)\,d_\Sigma` over :math:`d_\mu \in [0,1]`, :math:`d_\Sigma \in [0, b]`.
+    r"""Contours of :math:`\mathrm{SOCM}=(1-d_\mu)d_\Sigma` for :math:`d_\mu \in [0,1]`, :math:`d_\Sigma \in [0, b]`.
 
     ``points`` overlays measured pairs: a :class:`~socm_lib.pairs.PairResult`, or a mapping
     ``{label: (d_mu, d_sigma)}`` whose values are numbers or arrays. ``d_sigma_max`` (``b``) defaults to

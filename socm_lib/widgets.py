@@ -12,7 +12,11 @@ run it (Colab), and every control keeps working.
 
 from __future__ import annotations
 
+import base64
 import functools
+import html
+import io
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -217,8 +221,9 @@ class Comparator:
     Controls: ``encoder_a``, ``encoder_b`` (registry names), ``source`` (text source), ``n_texts`` (sample
     size), ``pair`` (rank of a pair by encoder A's SOCM, 0 = highest). Every change re-renders ``out``. For
     headless use and tests, each render records ``last_summary`` (text of the averages, or ``None`` after an
-    error), ``last_error`` (the message shown, or ``None``), ``last_pair`` (the texts' indices ``(i, j)``)
-    and ``last_table`` (the extreme-pairs DataFrame). ``show_figures=False`` skips the figures.
+    error), ``last_error`` (the message shown, or ``None``), ``last_pair`` (the texts' indices ``(i, j)``),
+    ``last_table`` (the extreme-pairs DataFrame) and ``last_html`` (the HTML shown); ``out.outputs`` holds
+    exactly one output after each render. ``show_figures=False`` skips the figures.
     """
 
     def __init__(self, encoder_a: str = DEFAULT_A, encoder_b: str = DEFAULT_B, *, source: str = "corpus",
@@ -252,6 +257,7 @@ class Comparator:
         self.last_error: str | None = None
         self.last_pair: tuple[int, int] | None = None
         self.last_table = None
+        self.last_html: str | None = None
         self.renders = 0
         self._key = None
         self._quiet = False
@@ -302,6 +308,8 @@ class Comparator:
         key = (self.encoder_a.value, self.encoder_b.value, self.source.value, self.n_texts.value)
         if key != self._key or self.comparison is None:
             self.comparison, self._key, self.last_error = None, None, None
+            self._show({"output_type": "stream", "name": "stdout",
+                        "text": f"Computing: {key[0]} and {key[1]} on {key[3]} texts ({key[2]}) ...\n"})
             try:
                 self.comparison = compare(key[0], key[1], self.texts(), device=self.device)
                 self._key = key
@@ -315,41 +323,64 @@ class Comparator:
         self.render()
 
     def render(self) -> None:
-        """Show the current comparison (or the error) in ``out``, and record what was shown."""
-        from IPython.display import clear_output, display
+        """Show the current comparison (or the error) in ``out``, and record what was shown.
 
+        Everything goes into ``out`` as *one* output (an HTML block with the figures inlined as PNG, or the
+        error message as text), so each render is a single update of the widget's state.
+        """
         self.renders += 1
         self.pair.disabled = self.comparison is None
         if self.comparison is None:
-            self.last_summary, self.last_pair, self.last_table = None, None, None
-            with self.out:
-                clear_output(wait=True)
-                print(self.last_error)
+            self.last_summary, self.last_pair, self.last_table, self.last_html = None, None, None, None
+            self._show({"output_type": "stream", "name": "stdout", "text": self.last_error + "\n"})
             return
+        from .plots import extreme_pairs_table
+
         c = self.comparison
         k = c.pair_at(self.pair.value)
         i, j = int(c.results[0].i[k]), int(c.results[0].j[k])
         self.last_summary = c.summary_text()
         self.last_pair = (i, j)
-        from .plots import extreme_pairs_table
-
         self.last_table = extreme_pairs_table(c.results[0], c.texts, k=5)
-        with self.out:
-            clear_output(wait=True)
-            print(self.last_summary)
-            display(c.summary_table())
-            if self.show_figures:
-                for fig in comparison_figures(c, k):
-                    display(fig)
-                    _close(fig)
-            print(f"Most and least collapsed pairs for {c.names[0]}:")
-            display(self.last_table)
+        parts = [f"<pre>{html.escape(self.last_summary)}</pre>", c.summary_table().to_html(index=False)]
+        if self.show_figures:
+            parts += [_png_html(fig) for fig in comparison_figures(c, k)]
+        parts += [f"<p>Most and least collapsed pairs for {html.escape(c.names[0])}:</p>",
+                  self.last_table.to_html(index=False)]
+        self.last_html = "\n".join(parts)
+        self._show({"output_type": "display_data", "metadata": {},
+                    "data": {"text/html": self.last_html, "text/plain": self.last_summary}})
+
+    def _show(self, output: dict) -> None:
+        """Replace what ``out`` shows by one output (an nbformat output dict), in a single state update.
+
+        Outside Colab the Output widget's ``outputs`` are set directly from the kernel. Capturing with
+        ``with out:`` would make a notebook runner such as nbclient mirror every captured output back to the
+        kernel on the shell channel, which can stall execution. Colab's widget manager is given the classic
+        ``with out: clear_output(wait=True)`` form, which it renders reliably.
+        """
+        if "google.colab" in sys.modules:
+            from IPython.display import clear_output, display
+
+            with self.out:
+                clear_output(wait=True)
+                if output["output_type"] == "stream":
+                    print(output["text"], end="")
+                else:
+                    display(output["data"], raw=True)
+        else:
+            self.out.outputs = (output,)
 
 
-def _close(fig) -> None:
+def _png_html(fig, dpi: int = 80) -> str:
+    """A matplotlib figure as an inline ``<img>`` (base64 PNG); the figure is closed."""
     import matplotlib.pyplot as plt
 
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" style="max-width: 100%;"/>'
 
 
 def comparison_figures(c: Comparison, pair_index: int) -> list:

@@ -154,7 +154,8 @@ def test_extreme_pairs_table_orders_truncates_and_formats():
     top = int(np.argmax(res.socm))
     assert (int(df["i"][0]), int(df["j"][0])) == (int(res.i[top]), int(res.j[top]))
     assert df["SOCM"][0] == f"{res.socm.max():.4f}" and df["SOCM"][5] == f"{np.sort(res.socm)[2]:.4f}"
-    assert all(len(t) <= 80 for t in df["text i"]) and any(t.endswith("...") for t in list(df["text i"]) + list(df["text j"]))
+    shown = list(df["text i"]) + list(df["text j"])
+    assert all(len(t) <= 80 for t in shown) and any(t.endswith("...") for t in shown)
     with pytest.raises(ValueError, match="beyond"):
         plots.extreme_pairs_table(res, texts[:5])
 
@@ -205,16 +206,23 @@ def test_compare_averages_equal_socm_pairs_directly(texts):
     assert c.summary_text().splitlines()[0].startswith("A untrained-minilm-l6: average SOCM ")
 
 
+def _shown(w):
+    """What the comparator's Output widget holds: exactly one output, as text (HTML or stream)."""
+    assert len(w.out.outputs) == 1
+    out = w.out.outputs[0]
+    return out["text"] if out["output_type"] == "stream" else out["data"]["text/html"]
+
+
 def test_comparator_reacts_to_controls_and_survives_unavailable_models(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     w = widgets.Comparator(n_texts=20, show_figures=False)
     assert w.last_error is None and "over 190 pairs of 20 texts" in w.last_summary
-    first = w.last_summary
-    pair0 = w.last_pair
+    assert _shown(w) == w.last_html and "190 pairs" in _shown(w)
+    first, pair0 = w.last_summary, w.last_pair
     w.pair.value = 7
     assert w.last_pair != pair0 and w.last_summary == first
     w.n_texts.value = 30
-    assert "over 435 pairs of 30 texts" in w.last_summary
+    assert "over 435 pairs of 30 texts" in w.last_summary and "435 pairs" in _shown(w)
     second = w.last_summary
     w.encoder_a.value = "all-minilm-l6"
     assert w.last_summary != second and w.last_summary.startswith("A all-minilm-l6")
@@ -222,10 +230,11 @@ def test_comparator_reacts_to_controls_and_survives_unavailable_models(monkeypat
     w.encoder_b.value = "bert"
     assert w.last_summary is None and w.last_pair is None and w.pair.disabled
     assert "bert" in w.last_error and "network" in w.last_error and "Colab" in w.last_error
+    assert _shown(w) == w.last_error + "\n"
     w.n_texts.value = 20  # still responds (the error stays, because encoder B is still unavailable)
     assert "bert" in w.last_error
     w.encoder_b.value = "untrained-minilm-l6"
-    assert w.last_error is None and not w.pair.disabled
+    assert w.last_error is None and not w.pair.disabled and "190 pairs" in _shown(w)
     assert w.last_summary.splitlines()[1].startswith("B untrained-minilm-l6") and "190 pairs" in w.last_summary
     # code from a model repository is never run by the widget: a ValueError, reported the same way
     w.encoder_a.value = "nomic-embed"
@@ -242,7 +251,22 @@ def test_comparator_source_change_and_rendering_with_figures(capsys):
     assert w.n_texts.max == min(widgets.MAX_N_TEXTS, widgets.source_size("labelled"))
     assert w.comparison.texts == widgets.source_texts("labelled", 10)
     assert list(w.last_table.columns)[:3] == ["collapse", "i", "j"] and len(w.last_table) == 10
+    assert _shown(w).count("<img src=\"data:image/png;base64,") == 3 and "<table" in _shown(w)
     figs = widgets.comparison_figures(w.comparison, w.comparison.pair_at(0))
     assert len(figs) == 3 and len(_ellipses(figs[2].axes[0])) == 2
     bundle = w._repr_mimebundle_()  # the object itself displays as its widget container
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
+
+
+def test_comparator_colab_path_renders_without_error(monkeypatch, capsys):
+    import sys
+    import types
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    w = widgets.Comparator(n_texts=10, show_figures=False)  # the "with out: clear_output(wait=True)" form
+    before = w.last_pair
+    w.pair.value = 3
+    assert w.last_pair != before and w.last_error is None
+    w.encoder_a.value = "bert"
+    assert "bert" in w.last_error
