@@ -13,7 +13,7 @@ SHOTS = ROOT / "_build" / "screenshots"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 PAGES = {
-    "index": ("index.html", "Second-order collapse"),
+    "index": ("book/intro.html", "Second-order collapse"),
     "comparator": ("notebooks/nb04_comparator.html", "Backbone versus contrastive encoder"),
 }
 

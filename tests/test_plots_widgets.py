@@ -1,8 +1,6 @@
 """Headless tests of socm_lib.plots (figures and tables) and socm_lib.widgets (the encoder comparator)."""
 
-import os
 
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 import matplotlib  # noqa: E402
 
