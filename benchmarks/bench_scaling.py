@@ -10,7 +10,8 @@ memory of the first run above the process's memory before it. The fitted exponen
 slopes of log time and log memory against log N (all pairs: about 2 expected) and against
 log d (the matrix products grow like d, the SVDs do not depend on it).
 
-Prints a table, writes ``benchmarks/results/scaling.json`` and draws ``benchmarks/results/scaling.png``.
+Prints a table, writes ``benchmarks/results/scaling.json`` and draws ``benchmarks/results/scaling.png``
+(with ``--quick``, into a temporary folder instead).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
 
     matplotlib.use("Agg")
     fig = benchmarking.plot_scaling(record)
-    png = common.RESULTS_DIR / "scaling.png"
+    png = common.results_dir(args.quick) / "scaling.png"
     fig.savefig(png, dpi=120)
 
     common.print_table("Scaling of socm_pairs (all pairs, synthetic clouds)", benchmarking.scaling_table(record))
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
           f"N^{record['texts']['memory_exponent']:.2f} (d = {record['texts']['fixed']['d']}); time ~ "
           f"d^{record['dim']['time_exponent']:.2f}, memory ~ d^{record['dim']['memory_exponent']:.2f} "
           f"(N = {record['dim']['fixed']['n_texts']:,})")
-    print(f"wrote {path.relative_to(common.ROOT)} and {png.relative_to(common.ROOT)} ({record['script_seconds']} s)")
+    print(f"wrote {path} and {png} ({record['script_seconds']} s)")
     return 0
 
 

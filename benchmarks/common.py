@@ -26,6 +26,7 @@ import resource
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,6 +36,15 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
+#: Smoke runs (--quick) write here, never over the committed results.
+QUICK_DIR = Path(tempfile.gettempdir()) / "socm-book-bench-quick"
+
+
+def results_dir(quick: bool) -> Path:
+    """``benchmarks/results`` for full runs; a folder in the system's temporary directory for ``--quick``."""
+    folder = QUICK_DIR if quick else RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 PACKAGES = (
     "socm-book", "torch", "numpy", "scipy", "transformers", "tokenizers", "sentence-transformers", "POT",
@@ -157,8 +167,7 @@ def finish(record: dict, name: str, t0: float) -> Path:
         print(f"warning: other processes kept {other['cores']:.2f} of {other['of_cores']} cores busy on average "
               f"(plus {other['steal_cores']:.2f} stolen by the hypervisor) while this benchmark ran: its timings are "
               "pessimistic and its speed ratios unreliable. Rerun on an idle machine.", file=sys.stderr)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+    path = results_dir(record["quick"]) / f"{name}.json"
     path.write_text(json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
     return path
 

@@ -1,7 +1,8 @@
 """Run every benchmark: the one command behind ``make bench``.
 
     python benchmarks/run_all.py            # full run: rewrites benchmarks/results/*.json and scaling.png
-    python benchmarks/run_all.py --quick    # smoke run with small sizes (targets not evaluated)
+    python benchmarks/run_all.py --quick    # smoke run with small sizes (targets not evaluated; results go to
+                                            # a temporary folder, never over benchmarks/results)
 
 Runs bench_metric.py, bench_extraction.py and bench_scaling.py one after the other, each in
 its own process, then prints every target with its measured figure and whether it is met.
@@ -52,8 +53,11 @@ def main(argv=None) -> int:
     print(f"\n######## summary ({time.perf_counter() - t0:.0f} s in all)")
     from socm_lib import benchmarking
 
+    sys.path.insert(0, str(HERE))
+    import common
+
     for name in ("metric", "extraction"):
-        path = HERE / "results" / f"{name}.json"
+        path = common.results_dir(args.quick) / f"{name}.json"
         if path.exists():
             record = json.loads(path.read_text())
             other = record.get("other_processes", {})
