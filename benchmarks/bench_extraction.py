@@ -105,11 +105,7 @@ def memory_worker(which: str, set_name: str, quick: bool, max_length: int) -> di
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="100 texts per set, one run (targets not evaluated)")
-    args = parser.parse_args(argv)
-    t0 = time.perf_counter()
-    record = common.header(__file__, args.quick)
-    print(f"bench_extraction: {common.machine_line(record['machine'])}; "
-          f"load average {record['load_average_1min_start']}", flush=True)
+    args, record, t0 = common.start(__file__, parser, argv)
     import torch
 
     st_available = common.optional("sentence_transformers") is not None

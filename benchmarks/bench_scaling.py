@@ -87,12 +87,8 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
     parser.add_argument("--reuse-metric", metavar="JSON", help="take the point N = 1,000, d = 384 from this "
                         "metric.json (same clouds, measured the same way) instead of measuring it again")
-    args = parser.parse_args(argv)
+    args, record, t0 = common.start(__file__, parser, argv)
     reused = reusable_point(args.reuse_metric, args.quick) if args.reuse_metric else None
-    t0 = time.perf_counter()
-    record = common.header(__file__, args.quick)
-    print(f"bench_scaling: {common.machine_line(record['machine'])}; "
-          f"load average {record['load_average_1min_start']}", flush=True)
     from socm_lib import benchmarking
 
     record["settings"] = {"seed": SEED, "clouds": "synthetic, 5 to 60 tokens, float32 (benchmarks/common.py)",

@@ -10,7 +10,9 @@ attention kernels), and each batch leaves the GPU as soon as it is done.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from functools import partial
 
 import numpy as np
 import torch
@@ -83,7 +85,8 @@ def token_embeddings(
     order = np.argsort(-lengths, kind="stable")
     device = encoder.device
     out = {lay: [None] * len(texts) for lay in layers}
-    autocast = torch.autocast("cuda", dtype=torch.float16) if half and device.type == "cuda" else None
+    autocast = partial(torch.autocast, "cuda", dtype=torch.float16) if half and device.type == "cuda" else None
+    need_hidden = layers != [encoder.num_layers]  # intermediate layers asked for: keep every hidden state
     show = len(texts) > 256 if progress is None else progress
     with tqdm(total=len(texts), disable=not show, file=sys.stderr, unit="text", desc="tokens") as bar:
         for start in range(0, len(texts), batch_size):
@@ -93,14 +96,10 @@ def token_embeddings(
             keep = batch.pop("special_tokens_mask").bool()
             mask = batch["attention_mask"].bool()
             rows = mask if special_tokens else mask & ~keep
-            with torch.inference_mode():
+            with torch.inference_mode(), (autocast() if autocast else contextlib.nullcontext()):
                 inputs = {k: v.to(device) for k, v in batch.items()}
-                if autocast is not None:
-                    with autocast:
-                        result = encoder.model(**inputs, output_hidden_states=True)
-                else:
-                    result = encoder.model(**inputs, output_hidden_states=True)
-            hidden = list(result.hidden_states)
+                result = encoder.model(**inputs, output_hidden_states=need_hidden)
+            hidden = list(result.hidden_states) if need_hidden else [None] * (encoder.num_layers + 1)
             hidden[-1] = result.last_hidden_state  # the paper's final layer, exactly
             for lay in layers:
                 h = hidden[lay].float().cpu()

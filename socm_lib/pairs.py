@@ -26,17 +26,22 @@ How the engine is fast and still exact:
 * for all pairs, the cross-Grams of two buckets come from one large matrix product,
   so no pair is handled by Python on its own;
 * singular values are taken of :math:`AB^\top` itself (never of its square), in float64
-  by default, in bounded-size blocks spread over the CPU's threads (or on the GPU).
+  by default;
+* the work is cut into blocks of bounded size (one product and its SVDs each); on the CPU
+  every core takes whole blocks, so the products of one block overlap the SVDs of another
+  (on a GPU, the blocks run one after another as batched calls).
 """
 
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from .checks import as_clouds, as_pairs
@@ -118,7 +123,7 @@ def _helmert_rows(C: torch.Tensor) -> torch.Tensor:
 
 
 def _prepare(clouds, normalize: bool, tolerance: float, device, dtype):
-    """Normalised means ``m`` (N, d), traces ``tr Sigma`` (N,) and length buckets of the matrices ``A``.
+    """Normalised means ``m`` (N, d) and traces ``tr Sigma`` (N,) as float64 numpy, and the length buckets.
 
     Each text's ``A`` is stored as its ``n - 1`` Helmert rows (:func:`_helmert_rows`), which have the
     same Gram matrix ``A^T A = Sigma`` and so the same cross-Gram singular values, at lower cost.
@@ -139,7 +144,7 @@ def _prepare(clouds, normalize: bool, tolerance: float, device, dtype):
         for r, g in enumerate(members):
             padded[r, : rows[g].shape[0]] = rows[g]
         buckets.append(_Bucket(members, padded.to(device=device, dtype=dtype)))
-    return torch.stack(means), np.array(traces), buckets
+    return torch.stack(means).numpy(), np.array(traces), buckets
 
 
 def _matmul_t(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
@@ -149,61 +154,102 @@ def _matmul_t(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
     return left @ right.mT
 
 
-def _nuclear_norms(G: torch.Tensor, pool: ThreadPoolExecutor | None) -> np.ndarray:
+def _nuclear_norms(G: torch.Tensor) -> np.ndarray:
     """Sum of singular values of each ``p x q`` matrix in the batch ``G`` (shape ``(..., p, q)``), as float64 numpy.
 
-    On the CPU the batch (possibly a strided view: no copy is made) is cut along its first axis into
-    pieces that numpy's LAPACK ``gesdd`` handles in parallel threads (it releases the GIL); on a GPU
-    one batched call does it.
+    On the CPU, numpy's LAPACK ``gesdd`` takes the batch as it is (a strided view: no copy is made
+    here); on a GPU, one batched ``torch.linalg.svdvals`` call.
     """
-    if pool is None:
-        return torch.linalg.svdvals(G).sum(dim=-1).to("cpu", torch.float64).numpy()
-    G = G.numpy()
-    pieces = np.array_split(G, max(1, min(G.shape[0], G[..., 0, 0].size // 256)))
-    sums = pool.map(lambda g: np.linalg.svd(g, compute_uv=False).sum(axis=-1), pieces)
-    return np.concatenate(list(sums)).astype(np.float64)
+    if G.device.type == "cpu":
+        return np.linalg.svd(G.numpy(), compute_uv=False).sum(axis=-1).astype(np.float64)
+    return torch.linalg.svdvals(G).sum(dim=-1).to("cpu", torch.float64).numpy()
 
 
-def _all_pair_nuclear(buckets, n_texts, block_elems, pool, bar) -> np.ndarray:
-    """:math:`\\lVert A_i A_j^\\top\\rVert_*` for every pair i < j, in the canonical order of :func:`all_pairs`.
+def _mean_distances(ma: np.ndarray, mb: np.ndarray) -> np.ndarray:
+    r""":math:`d_\mu = \lVert m_a - m_b\rVert^2/4` for each row ``k`` of ``ma`` and ``mb`` (both ``(P, d)``)."""
+    diff = ma - mb
+    return np.einsum("pk,pk->p", diff, diff) / 4.0
 
-    One matrix product gives the cross-Grams of every text of bucket ``a`` (or a slice of it) with
-    every text of bucket ``b``; the result, viewed as ``(texts_a, texts_b, La, Lb)``, goes to the SVD.
+
+def _mean_distance_grid(ma: np.ndarray, mb: np.ndarray) -> np.ndarray:
+    r""":math:`d_\mu` of every row of ``ma`` ``(p, d)`` with every row of ``mb`` ``(q, d)``, as a ``(p, q)`` array.
+
+    From the Gram matrix, :math:`(\lVert m_a\rVert^2 + \lVert m_b\rVert^2 - 2 m_a^\top m_b)/4`: one small
+    product instead of a ``d``-vector per pair. Its round-off is below
+    :math:`d\,\varepsilon\,(\lVert m_a\rVert^2 + \lVert m_b\rVert^2)`; where that could exceed
+    :math:`10^{-10}` of the result (nearly equal means), the pair is recomputed by :func:`_mean_distances`.
     """
-    out = np.empty(n_texts * (n_texts - 1) // 2)
+    squares = np.einsum("pk,pk->p", ma, ma)[:, None] + np.einsum("qk,qk->q", mb, mb)[None, :]
+    out = np.maximum(squares - 2.0 * (ma @ mb.T), 0.0) / 4.0
+    r, q = np.nonzero(out <= 1e10 * ma.shape[1] * np.finfo(np.float64).eps * squares)
+    out[r, q] = _mean_distances(ma[r], mb[q])
+    return out
+
+
+def _pair_position(i: np.ndarray, j: np.ndarray, n_texts: int) -> np.ndarray:
+    """Position of pair ``{i, j}`` (``i != j``) in the canonical order of :func:`all_pairs`."""
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    return lo * n_texts - lo * (lo + 1) // 2 + hi - lo - 1
+
+
+def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, n_texts: int, means: np.ndarray):
+    """Texts ``r0 : r0 + rows`` of bucket ``Ba`` against the texts of ``Bb``: positions, nuclear norms, ``d_mu``.
+
+    One matrix product gives every cross-Gram at once; viewed as ``(rows, texts_b, La, Lb)`` it goes
+    to the SVD. Within one bucket (``Ba is Bb``) only slots ``r < q`` are pairs, so the product
+    starts at text ``r0`` of ``Bb`` and the SVD takes only the slots above the diagonal.
+    """
+    first = r0 if Ba is Bb else 0
+    left, right = Ba.A[r0 : r0 + rows], Bb.A[first:]
+    ca, La, d = left.shape
+    nb, Lb, _ = right.shape
+    G = _matmul_t(left.reshape(ca * La, d), right.reshape(nb * Lb, d)).reshape(ca, La, nb, Lb).transpose(1, 2)
+    mine, theirs = Ba.members[r0 : r0 + ca], Bb.members[first:]
+    d_mu = _mean_distance_grid(means[mine], means[theirs])
+    if Ba is Bb:
+        r, q = np.nonzero(np.arange(ca)[:, None] < np.arange(nb)[None, :])
+        return _pair_position(mine[r], theirs[q], n_texts), _nuclear_norms(G[r, q]), d_mu[r, q]
+    gi, gj = np.repeat(mine, nb), np.tile(theirs, ca)
+    return _pair_position(gi, gj, n_texts), _nuclear_norms(G).reshape(-1), d_mu.reshape(-1)
+
+
+def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int) -> list:
+    """Every pair ``i < j`` as blocks of :func:`_bucket_pair_block`, each with at most ~``block_elems`` cross-Gram entries."""
+    blocks, n_texts = [], len(means)
     for a, Ba in enumerate(buckets):
         for Bb in buckets[a:]:
             na, La, d = Ba.A.shape
             nb, Lb, _ = Bb.A.shape
-            right = Bb.A.reshape(nb * Lb, d)
             rows = max(1, block_elems // (La * nb * Lb))
             for r0 in range(0, na, rows):
-                left = Ba.A[r0 : r0 + rows]
-                ca = left.shape[0]
-                G = _matmul_t(left.reshape(ca * La, d), right).reshape(ca, La, nb, Lb).transpose(1, 2)
-                if Ba is Bb:  # a diagonal block holds every pair twice: keep slot r < slot q
-                    r, q = np.nonzero(np.arange(r0, r0 + ca)[:, None] < np.arange(nb)[None, :])
-                    gi, gj, vals = Ba.members[r + r0], Bb.members[q], _nuclear_norms(G[r, q], pool)
-                else:
-                    gi, gj = np.repeat(Ba.members[r0 : r0 + ca], nb), np.tile(Bb.members, ca)
-                    vals = _nuclear_norms(G, pool).reshape(-1)
-                lo, hi = np.minimum(gi, gj), np.maximum(gi, gj)
-                out[lo * n_texts - lo * (lo + 1) // 2 + hi - lo - 1] = vals
-                bar.update(len(vals))
-    return out
+                partners = nb - r0 if Ba is Bb else nb
+                cost = min(rows, na - r0) * partners * La * Lb * (d + min(La, Lb))  # GEMM + SVD flops, roughly
+                blocks.append((cost, partial(_bucket_pair_block, Ba, Bb, r0, rows, n_texts, means)))
+    return blocks
 
 
-def _listed_pair_nuclear(buckets, n_texts, pairs, block_elems, pool, bar) -> np.ndarray:
-    """:math:`\\lVert A_i A_j^\\top\\rVert_*` for the given pairs, grouped by bucket so padding stays small."""
-    bucket_of = np.empty(n_texts, dtype=np.int64)
-    slot_of = np.empty(n_texts, dtype=np.int64)
+def _listed_pair_block(Ba: _Bucket, Bb: _Bucket, positions, pairs, slot_of, means):
+    """Pairs ``pairs[positions]`` (texts of ``Ba`` with texts of ``Bb``): positions, nuclear norms, ``d_mu``.
+
+    One batched product of the pairs' factors, then the SVDs; ``slot_of`` maps a text to its row in its bucket.
+    """
+    gi, gj = pairs[positions, 0], pairs[positions, 1]
+    left = Ba.A[torch.from_numpy(slot_of[gi]).to(Ba.A.device)]
+    right = Bb.A[torch.from_numpy(slot_of[gj]).to(Bb.A.device)]
+    return positions, _nuclear_norms(_matmul_t(left, right)), _mean_distances(means[gi], means[gj])
+
+
+def _listed_pair_blocks(buckets: list[_Bucket], means: np.ndarray, pairs: np.ndarray, block_elems: int) -> list:
+    """The given pairs as blocks of :func:`_listed_pair_block`, grouped by bucket pair so padding stays small."""
+    bucket_of = np.empty(len(means), dtype=np.int64)
+    slot_of = np.empty(len(means), dtype=np.int64)
     for b, B in enumerate(buckets):
         bucket_of[B.members] = b
         slot_of[B.members] = np.arange(len(B.members))
     bi, bj = bucket_of[pairs[:, 0]], bucket_of[pairs[:, 1]]
     order = np.lexsort((bj, bi))
-    out = np.empty(len(pairs))
     boundaries = np.flatnonzero(np.diff(bi[order]) | np.diff(bj[order])) + 1
+    blocks = []
     for group in np.split(order, boundaries):
         Ba, Bb = buckets[bi[group[0]]], buckets[bj[group[0]]]
         La, d = Ba.A.shape[1:]
@@ -211,11 +257,43 @@ def _listed_pair_nuclear(buckets, n_texts, pairs, block_elems, pool, bar) -> np.
         step = max(1, block_elems // max(La * Lb, (La + Lb) * d // 4))
         for k0 in range(0, len(group), step):
             idx = group[k0 : k0 + step]
-            left = Ba.A[torch.from_numpy(slot_of[pairs[idx, 0]]).to(Ba.A.device)]
-            right = Bb.A[torch.from_numpy(slot_of[pairs[idx, 1]]).to(Bb.A.device)]
-            out[idx] = _nuclear_norms(_matmul_t(left, right), pool)
-            bar.update(len(idx))
-    return out
+            cost = len(idx) * La * Lb * (d + min(La, Lb))
+            block = partial(_listed_pair_block, Ba, Bb, idx, pairs, slot_of, means)
+            blocks.append((cost, block))
+    return blocks
+
+
+def _run_blocks(blocks: list, n_pairs: int, device: torch.device, bar) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluate ``(cost, block)`` work items; each returns ``(positions, nuclear norms, d_mu)`` of its pairs.
+
+    On the CPU the blocks run in one thread per core (``torch.get_num_threads()``), largest first,
+    each with a single-threaded BLAS: numpy's matrix products and LAPACK calls release the GIL, so
+    while one core multiplies, another takes SVDs, and no core waits for a shared step to finish.
+    On a GPU the blocks run one after another, each as one batched call.
+    """
+    nuclear, d_mu = np.empty(n_pairs), np.empty(n_pairs)
+
+    def fill(block) -> int:
+        positions, block_nuclear, block_d_mu = block()
+        nuclear[positions], d_mu[positions] = block_nuclear, block_d_mu
+        return len(positions)
+
+    blocks = [block for _, block in sorted(blocks, key=lambda item: -item[0])]
+    threads = min(torch.get_num_threads(), len(blocks))
+    if device.type != "cpu" or threads <= 1:
+        for block in blocks:
+            bar.update(fill(block))
+        return nuclear, d_mu
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(fill, block) for block in blocks]
+        try:
+            for done in as_completed(futures):
+                bar.update(done.result())
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    return nuclear, d_mu
 
 
 def all_pairs(n_texts: int) -> np.ndarray:
@@ -231,7 +309,7 @@ def socm_pairs(
     normalize: bool = True,
     device=None,
     dtype: torch.dtype = torch.float64,
-    bucket_tolerance: float = 0.15,
+    bucket_tolerance: float = 0.05,
     block_elems: int = 1 << 22,
     progress: bool | None = None,
 ) -> PairResult:
@@ -257,6 +335,8 @@ def socm_pairs(
     progress
         Show a progress bar on stderr; ``None`` shows one for more than 20,000 pairs.
 
+    On the CPU the work runs in ``torch.get_num_threads()`` threads (``torch.set_num_threads`` changes it).
+
     A one-token cloud has :math:`\Sigma = 0`; then :math:`d_\Sigma = \operatorname{tr}\Sigma_2/4`,
     the other text's spread alone. :math:`d_\Sigma` is clamped at 0 against round-off below zero.
     """
@@ -272,22 +352,14 @@ def socm_pairs(
     if len(pairs) == 0:
         raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
     show = len(pairs) > 20_000 if progress is None else progress
-    pool = ThreadPoolExecutor(max(1, torch.get_num_threads())) if device.type == "cpu" else None
+    if listed:
+        blocks = _listed_pair_blocks(buckets, means, pairs, block_elems)
+    else:
+        blocks = _all_pair_blocks(buckets, means, block_elems)
     with tqdm(total=len(pairs), disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
-        try:
-            if listed:
-                nuclear = _listed_pair_nuclear(buckets, n, pairs, block_elems, pool, bar)
-            else:
-                nuclear = _all_pair_nuclear(buckets, n, block_elems, pool, bar)
-        finally:
-            if pool is not None:
-                pool.shutdown()
+        nuclear, d_mu = _run_blocks(blocks, len(pairs), device, bar)
     i, j = pairs[:, 0], pairs[:, 1]
     d_sigma = np.maximum(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
-    m = means.numpy()
-    d_mu = np.concatenate(
-        [np.einsum("pk,pk->p", d, d) / 4.0 for d in (m[i[s:s + 8192]] - m[j[s:s + 8192]] for s in range(0, len(i), 8192))]
-    )
     return PairResult(i=i.copy(), j=j.copy(), d_mu=d_mu, d_sigma=d_sigma, socm=(1.0 - d_mu) * d_sigma)
 
 

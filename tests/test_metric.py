@@ -142,6 +142,38 @@ def test_listed_pairs_match_reference(ragged, normalize, tolerance, block_elems)
         assert res.d_sigma[a] == pytest.approx(res.d_sigma[b], rel=1e-10, abs=1e-14)
 
 
+def test_threaded_and_single_thread_runs_agree(ragged):
+    """Blocks run in torch.get_num_threads() threads; one thread (run inline) must give the same figures."""
+    threads = torch.get_num_threads()
+    many = socm_lib.socm_pairs(ragged, block_elems=64, device="cpu")
+    torch.set_num_threads(1)
+    try:
+        one = socm_lib.socm_pairs(ragged, block_elems=64, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    for field in ("d_mu", "d_sigma", "socm"):
+        np.testing.assert_allclose(getattr(one, field), getattr(many, field), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_nearly_equal_means_keep_relative_accuracy(normalize):
+    """d_mu of texts whose means differ by 1e-2 ... 1e-6 (and of a duplicate) is exact in relative terms.
+
+    The all-pairs engine takes d_mu from the Gram matrix of the means, which cancels for nearly equal
+    means; those pairs must be recomputed from the difference. The check here has no absolute floor.
+    """
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((9, 16)) + 3.0
+    shifts = [0.0, 0.0, 1e-6, 1e-5, 1e-4, 1e-2]
+    clouds = [base + s * rng.standard_normal(16) for s in shifts]  # the same tokens, moved as one
+    res = socm_lib.socm_pairs(clouds, normalize=normalize, device="cpu")
+    ref = ref_many(clouds, list(zip(res.i, res.j)), normalize)[0]
+    assert res.d_mu[0] == 0.0  # the duplicate pair
+    nonzero = ref > 0
+    assert ref[nonzero].min() < 1e-11  # the test does reach the regime where the Gram formula cancels
+    np.testing.assert_allclose(res.d_mu[nonzero], ref[nonzero], rtol=1e-9, atol=0)
+
+
 def test_single_text_listed_pair_and_error_without_pairs(ragged):
     res = socm_lib.socm_pairs([ragged[5]], [(0, 0)], device="cpu")
     assert res.d_mu[0] == 0 and abs(res.d_sigma[0]) < 1e-12

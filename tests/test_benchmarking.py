@@ -1,0 +1,153 @@
+"""Tests of socm_lib.benchmarking (reading, tabulating and plotting benchmark results) and of the committed results."""
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from socm_lib import benchmarking  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _scaling_sweep(key, xs, a, b, fixed):
+    points = []
+    for x in xs:
+        n_texts = x if key == "n_texts" else 100
+        points.append({"n_texts": n_texts, "d": x if key == "d" else 384, "pairs": n_texts * (n_texts - 1) // 2,
+                       "median_s": a * x**b, "runs_s": [a * x**b] * 3, "peak_mib": 0.5 * x})
+    return {"points": points, "time_exponent": b, "time_factor": a, "memory_exponent": 1.0,
+            "memory_factor": 0.5, "fixed": fixed}
+
+
+@pytest.fixture
+def scaling():
+    return {"texts": _scaling_sweep("n_texts", [100, 300, 1000], 2e-6, 2.0, {"d": 384}),
+            "dim": _scaling_sweep("d", [128, 384, 768], 1e-3, 0.5, {"n_texts": 300})}
+
+
+# ----------------------------------------------------------------------------- fit_power_law
+@pytest.mark.parametrize("a,b", [(3.0, 1.7), (0.02, 2.0), (5.0, -0.5)])
+def test_fit_power_law_recovers_exact_power_laws(a, b):
+    x = np.array([10.0, 30.0, 100.0, 300.0])
+    b_hat, a_hat = benchmarking.fit_power_law(x, a * x**b)
+    assert b_hat == pytest.approx(b, abs=1e-10)
+    assert a_hat == pytest.approx(a, rel=1e-10)
+
+
+def test_fit_power_law_is_least_squares_in_log_log():
+    x, y = np.array([1.0, 2.0, 4.0]), np.array([1.0, 5.0, 12.0])
+    b_hat, a_hat = benchmarking.fit_power_law(x, y)
+    design = np.stack([np.log(x), np.ones(3)], axis=1)
+    b_ref, log_a_ref = np.linalg.lstsq(design, np.log(y), rcond=None)[0]
+    assert b_hat == pytest.approx(b_ref, abs=1e-12)
+    assert a_hat == pytest.approx(np.exp(log_a_ref), rel=1e-12)
+
+
+@pytest.mark.parametrize("x,y", [([1.0], [2.0]), ([1.0, 0.0], [1.0, 2.0]), ([1.0, 2.0], [1.0, -1.0])])
+def test_fit_power_law_rejects_unusable_points(x, y):
+    with pytest.raises(ValueError, match="positive"):
+        benchmarking.fit_power_law(x, y)
+
+
+# ----------------------------------------------------------------------------- formatting
+@pytest.mark.parametrize("x,text", [(None, "-"), (1234.4, "1,234"), (100.0, "100"), (2.5, "2.50"), (0.012345, "0.0123")])
+def test_rate_formats_by_magnitude(x, text):
+    assert benchmarking.rate(x) == text
+
+
+def test_targets_table_says_met_or_missed_with_the_figure():
+    targets = {
+        "speed": {"target": "fast", "ratio": 250.0, "ratio_vs_fastest_process": 201.0, "threshold": 300, "met": False,
+                  "evaluated": True},
+        "time": {"target": "quick", "seconds": 12.345, "threshold": 20, "met": True, "evaluated": True},
+        "exact": {"target": "exact", "max_rel_err": 3e-14, "threshold": 1e-9, "met": True, "evaluated": False},
+    }
+    table = benchmarking.targets_table(targets)
+    assert list(table["status"]) == ["MISSED", "met", "not evaluated (quick run)"]
+    assert list(table["measured"]) == ["250x (threshold 300x); 201x against the baseline's fastest process",
+                                       "12.35 s (threshold 20 s)",
+                                       "max rel err 3.0e-14 (threshold 1.0e-09)"]
+
+
+# ----------------------------------------------------------------------------- loading
+def test_load_results_reads_a_folder_and_names_what_is_missing(tmp_path):
+    (tmp_path / "metric.json").write_text(json.dumps({"date": "today"}))
+    assert benchmarking.load_results(tmp_path, names=("metric",)) == {"metric": {"date": "today"}}
+    with pytest.raises(FileNotFoundError, match=r"scaling\.json.*run_all\.py"):
+        benchmarking.load_results(tmp_path, names=("metric", "scaling"))
+
+
+# ----------------------------------------------------------------------------- plot
+def test_plot_scaling_draws_points_and_fitted_lines(scaling):
+    fig = benchmarking.plot_scaling(scaling)
+    time_axes = [ax for ax in fig.axes if ax.get_ylabel() == "seconds (median)"]
+    assert len(time_axes) == 2
+    for ax, sweep, key in zip(time_axes, ("texts", "dim"), ("n_texts", "d")):
+        assert ax.get_xscale() == ax.get_yscale() == "log"
+        measured, fitted = ax.get_lines()[:2]
+        pts = scaling[sweep]["points"]
+        np.testing.assert_allclose(measured.get_xdata(), [p[key] for p in pts])
+        np.testing.assert_allclose(measured.get_ydata(), [p["median_s"] for p in pts])
+        xx, yy = fitted.get_xdata(), fitted.get_ydata()  # on an exact power law the fit goes through the points
+        np.testing.assert_allclose(yy, scaling[sweep]["time_factor"] * xx ** scaling[sweep]["time_exponent"])
+        assert "exponent" in ax.get_legend().get_texts()[0].get_text()
+
+
+# ----------------------------------------------------------------------------- the committed results
+@pytest.fixture(scope="module")
+def committed():
+    return benchmarking.load_results(RESULTS)
+
+
+def test_committed_results_record_machine_command_and_date(committed):
+    for name, record in committed.items():
+        assert record["command"].startswith("python benchmarks/bench_"), name
+        assert record["machine"]["logical_cores"] >= 1 and record["date"], name
+        assert not record.get("quick", False), f"{name}.json comes from a --quick run"
+
+
+def test_committed_target_verdicts_follow_from_the_figures(committed):
+    """Each 'met' flag in the committed files must agree with the measured figure and its threshold."""
+    targets = {**committed["metric"]["targets"], **committed["extraction"]["targets"]}
+    assert targets, "no targets recorded"
+    for key, t in targets.items():
+        if "ratio" in t:
+            assert t["met"] == (t["ratio"] >= t["threshold"]), key
+        elif "seconds" in t:
+            assert t["met"] == (t["seconds"] <= t["threshold"]), key
+        elif "max_rel_err" in t:
+            assert t["met"] == (t["max_rel_err"] <= t["threshold"] and t.get("non_finite", 0) == 0), key
+        elif "max_abs_diff" in t:
+            assert t["met"] == (t["max_abs_diff"] <= t["threshold"]), key
+
+
+def test_committed_speed_ratios_are_pairs_per_second_quotients(committed):
+    for name, ds in committed["metric"]["datasets"].items():
+        routes = [r for r in ds["routes"] if r.get("status", "ok") == "ok"]
+        base = routes[0]
+        assert base["route"].startswith("socm_pairs (all pairs)"), name
+        for r in routes[1:]:
+            if r["speed_ratio"] is not None:
+                assert r["speed_ratio"] == pytest.approx(base["pairs_per_s"] / r["pairs_per_s"], rel=1e-9), r["route"]
+
+
+def test_committed_scaling_exponents_refit_from_the_points(committed):
+    for sweep, key in (("texts", "n_texts"), ("dim", "d")):
+        s = committed["scaling"][sweep]
+        x = [p[key] for p in s["points"]]
+        b, a = benchmarking.fit_power_law(x, [p["median_s"] for p in s["points"]])
+        assert s["time_exponent"] == pytest.approx(b, rel=1e-9)
+        assert s["time_factor"] == pytest.approx(a, rel=1e-9)

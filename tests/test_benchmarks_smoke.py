@@ -1,0 +1,60 @@
+"""The benchmark suite runs end to end offline (`python benchmarks/run_all.py --quick`, about 1.5 min on 2 cores).
+
+Speed is not asserted here (timings belong to the benchmark files, not to tests); what is checked is
+that every script finishes, writes well-formed results, and that the figures a quick run can judge
+(exactness of socm_pairs against the independent float64 reference, identical extraction values)
+hold on its small sizes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from socm_lib import benchmarking
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def quick_results(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    env = {**os.environ, "TMPDIR": str(tmp)}  # --quick writes under the temporary directory, never over results/
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--quick"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    folder = tmp / "socm-book-bench-quick"
+    return {name: json.loads((folder / f"{name}.json").read_text()) for name in benchmarking.RESULT_NAMES}, run.stdout
+
+
+def test_every_script_writes_a_quick_record(quick_results):
+    results, stdout = quick_results
+    for name, record in results.items():
+        assert record["quick"] is True and record["command"].endswith("--quick"), name
+    assert "######## summary" in stdout
+
+
+def test_quick_metric_run_is_exact_against_the_reference(quick_results):
+    metric = quick_results[0]["metric"]
+    exact = metric["targets"]["exactness"]
+    assert exact["non_finite"] == 0
+    assert exact["max_rel_err"] < 1e-9
+    for name, ds in metric["datasets"].items():
+        assert ds["allpairs"]["pairs_checked"] == ds["allpairs"]["pairs"], name  # every pair checked in a quick run
+
+
+def test_quick_extraction_matches_sentence_transformers(quick_results):
+    values = quick_results[0]["extraction"]["targets"]["values"]
+    assert values["max_abs_diff"] <= 1e-5
+
+
+def test_quick_tables_and_plot_render(quick_results):
+    results = quick_results[0]
+    assert len(benchmarking.metric_table(results["metric"])) >= 3
+    assert len(benchmarking.allpairs_table(results["metric"])) == len(results["metric"]["datasets"])
+    assert len(benchmarking.scaling_table(results["scaling"])) == sum(
+        len(results["scaling"][s]["points"]) for s in ("texts", "dim"))
+    assert benchmarking.plot_scaling(results["scaling"]).axes
