@@ -19,7 +19,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 build-book: venv
-	rm -rf _build/html
+	rm -rf _build/html _build/.doctrees  # cross-page glue is read from the notebooks: never reuse stale doctrees
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 book: build-book

@@ -85,3 +85,21 @@ def test_widget_pages_embed_widget_state(page):
 
 def test_at_least_one_page_has_widgets():
     assert any(_has_widgets(ROOT / f"{p}.ipynb") for p in NOTEBOOK_PAGES)
+
+
+def test_computing_chapter_shows_the_committed_benchmark_results():
+    """Chapter 6 shows every committed target with its verdict, and the scaling figure the benchmark drew."""
+    import html as html_lib
+
+    page = html_lib.unescape((HTML / "book" / "ch06_computing.html").read_text(encoding="utf-8"))
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+    results = ROOT / "benchmarks" / "results"
+    targets = {**json.loads((results / "metric.json").read_text())["targets"],
+               **json.loads((results / "extraction.json").read_text())["targets"]}
+    for t in targets.values():
+        verdict = "met" if t["met"] else "MISSED"
+        assert re.search(re.escape(t["target"]) + r" .{0,200}? " + verdict + r"\b", text), t["target"]
+    figure = re.search(r'<img[^>]+src="([^"]*scaling[^"]*\.png)"', page)
+    assert figure, "the scaling figure is missing from Chapter 6"
+    shown = (HTML / "book" / figure.group(1)).resolve()
+    assert shown.read_bytes() == (results / "scaling.png").read_bytes()
