@@ -361,13 +361,13 @@ def run_dataset(name, source, d, n_texts, quick, workdir: Path, ot) -> dict:
     sub = sample_pairs(n_texts, max(sizes.values()))
     ref_sub = common.reference_pairs(clouds, sub)
 
-    def timed(key, pairs):
+    def in_fresh_process(key, pairs):
         r = common.run_isolated("bench_metric", "route_worker", route=key, source=source, d=d, n_texts=n_texts,
                                 pairs=pairs.tolist(), cache=cache)
         return np.array(r["values"], dtype=float), r
 
     def socm_same(pairs):
-        values, r = timed("socm", pairs)
+        values, r = in_fresh_process("socm", pairs)
         return values, len(pairs) / r["median_s"], r
 
     values, pps, _ = socm_same(sub)
@@ -388,7 +388,7 @@ def run_dataset(name, source, d, n_texts, quick, workdir: Path, ot) -> dict:
         pairs = sub[: sizes[key]]
         print(f"  {route}: {len(pairs)} pairs ({processes} fresh process{'es' if processes > 1 else ''}) ...",
               flush=True)
-        runs = [timed(key, pairs) for _ in range(processes)]
+        runs = [in_fresh_process(key, pairs) for _ in range(processes)]
         batch = runs[0][1]["batch"]
         counts = np.array([min(batch, len(pairs) - s) for s in range(0, len(pairs), batch)])
         per_process = [float(np.median(counts / np.asarray(r["times"]))) for _, r in runs]

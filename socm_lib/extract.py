@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from functools import partial
 
 import numpy as np
 import torch
@@ -85,7 +84,7 @@ def token_embeddings(
     order = np.argsort(-lengths, kind="stable")
     device = encoder.device
     out = {lay: [None] * len(texts) for lay in layers}
-    autocast = partial(torch.autocast, "cuda", dtype=torch.float16) if half and device.type == "cuda" else None
+    fp16 = half and device.type == "cuda"
     need_hidden = layers != [encoder.num_layers]  # intermediate layers asked for: keep every hidden state
     show = len(texts) > 256 if progress is None else progress
     with tqdm(total=len(texts), disable=not show, file=sys.stderr, unit="text", desc="tokens") as bar:
@@ -96,7 +95,8 @@ def token_embeddings(
             keep = batch.pop("special_tokens_mask").bool()
             mask = batch["attention_mask"].bool()
             rows = mask if special_tokens else mask & ~keep
-            with torch.inference_mode(), (autocast() if autocast else contextlib.nullcontext()):
+            precision = torch.autocast("cuda", dtype=torch.float16) if fp16 else contextlib.nullcontext()
+            with torch.inference_mode(), precision:
                 inputs = {k: v.to(device) for k, v in batch.items()}
                 result = encoder.model(**inputs, output_hidden_states=need_hidden)
             hidden = list(result.hidden_states) if need_hidden else [None] * (encoder.num_layers + 1)

@@ -192,7 +192,7 @@ def _pair_position(i: np.ndarray, j: np.ndarray, n_texts: int) -> np.ndarray:
     return lo * n_texts - lo * (lo + 1) // 2 + hi - lo - 1
 
 
-def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, n_texts: int, means: np.ndarray):
+def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.ndarray):
     """Texts ``r0 : r0 + rows`` of bucket ``Ba`` against the texts of ``Bb``: positions, nuclear norms, ``d_mu``.
 
     One matrix product gives every cross-Gram at once; viewed as ``(rows, texts_b, La, Lb)`` it goes
@@ -208,14 +208,14 @@ def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, n_texts: in
     d_mu = _mean_distance_grid(means[mine], means[theirs])
     if Ba is Bb:
         r, q = np.nonzero(np.arange(ca)[:, None] < np.arange(nb)[None, :])
-        return _pair_position(mine[r], theirs[q], n_texts), _nuclear_norms(G[r, q]), d_mu[r, q]
+        return _pair_position(mine[r], theirs[q], len(means)), _nuclear_norms(G[r, q]), d_mu[r, q]
     gi, gj = np.repeat(mine, nb), np.tile(theirs, ca)
-    return _pair_position(gi, gj, n_texts), _nuclear_norms(G).reshape(-1), d_mu.reshape(-1)
+    return _pair_position(gi, gj, len(means)), _nuclear_norms(G).reshape(-1), d_mu.reshape(-1)
 
 
 def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int) -> list:
     """Every pair ``i < j`` as blocks of :func:`_bucket_pair_block`, each with at most ~``block_elems`` cross-Gram entries."""
-    blocks, n_texts = [], len(means)
+    blocks = []
     for a, Ba in enumerate(buckets):
         for Bb in buckets[a:]:
             na, La, d = Ba.A.shape
@@ -224,7 +224,7 @@ def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int
             for r0 in range(0, na, rows):
                 partners = nb - r0 if Ba is Bb else nb
                 cost = min(rows, na - r0) * partners * La * Lb * (d + min(La, Lb))  # GEMM + SVD flops, roughly
-                blocks.append((cost, partial(_bucket_pair_block, Ba, Bb, r0, rows, n_texts, means)))
+                blocks.append((cost, partial(_bucket_pair_block, Ba, Bb, r0, rows, means)))
     return blocks
 
 

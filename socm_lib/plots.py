@@ -24,6 +24,7 @@ from scipy.stats import chi2
 
 from .display import fixed
 from .pairs import PairResult, socm
+from .stats import cloud_covariance
 
 #: Mahalanobis radius of the 75% region of a 2-D Gaussian: sqrt of the chi-square(2) 0.75 quantile.
 ELLIPSE_LEVEL = 0.75
@@ -73,15 +74,10 @@ def covariance_ellipse(mean, cov, *, level: float = ELLIPSE_LEVEL, **kwargs) -> 
     )
 
 
-def _population_cov(P: np.ndarray) -> np.ndarray:
-    C = P - P.mean(axis=0)
-    return C.T @ C / P.shape[0]
-
-
 def _draw_cloud(ax, P, mean, color, label, marker="o"):
     """Tokens, their mean (a large X) and the 75% ellipse of their covariance, in one colour."""
     ax.scatter(P[:, 0], P[:, 1], s=22, color=color, alpha=0.75, marker=marker, label=f"{label}: tokens")
-    ax.add_patch(covariance_ellipse(mean, _population_cov(P), facecolor=color, alpha=0.15, edgecolor=color, lw=1.5))
+    ax.add_patch(covariance_ellipse(mean, cloud_covariance(P).numpy(), facecolor=color, alpha=0.15, edgecolor=color, lw=1.5))
     ax.plot([mean[0]], [mean[1]], marker="X", markersize=12, color=color, markeredgecolor="black",
             linestyle="none", label=f"{label}: mean")
 
