@@ -186,7 +186,7 @@ def main(argv=None) -> int:
     }
     path = common.finish(record, "extraction", t0)
 
-    from socm_lib import benchmarking
+    from socm_lib.viz import benchmarking
 
     common.print_table("Extraction: tokens per second, speed ratio, peak memory, largest difference",
                        benchmarking.extraction_table(record))

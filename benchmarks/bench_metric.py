@@ -468,7 +468,7 @@ def main(argv=None) -> int:
     record["targets"] = evaluate_targets(datasets, args.quick)
     path = common.finish(record, "metric", t0)
 
-    from socm_lib import benchmarking
+    from socm_lib.viz import benchmarking
 
     common.print_table("Metric: pairs per second, speed ratio and errors against the float64 reference",
                        benchmarking.metric_table(record))

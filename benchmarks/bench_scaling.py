@@ -89,7 +89,7 @@ def main(argv=None) -> int:
                         "metric.json (same clouds, measured the same way) instead of measuring it again")
     args, record, t0 = common.start(__file__, parser, argv)
     reused = reusable_point(args.reuse_metric, args.quick) if args.reuse_metric else None
-    from socm_lib import benchmarking
+    from socm_lib.viz import benchmarking
 
     record["settings"] = {"seed": SEED, "clouds": "synthetic, 5 to 60 tokens, float32 (benchmarks/common.py)",
                           "timing": f"median of 3 runs after a warm-up; 1 run from {LONG_PAIRS:,} pairs up",

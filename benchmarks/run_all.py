@@ -51,7 +51,7 @@ def main(argv=None) -> int:
         if rc != 0:
             failed.append(script)
     print(f"\n######## summary ({time.perf_counter() - t0:.0f} s in all)")
-    from socm_lib import benchmarking
+    from socm_lib.viz import benchmarking
 
     sys.path.insert(0, str(HERE))
     import common

@@ -1,4 +1,15 @@
-"""socm_lib: measure second-order collapse by mean pooling (SOCM) in text embeddings."""
+"""socm_lib: measure second-order collapse by mean pooling (SOCM) in text embeddings.
+
+Layers, bottom to top (an import only ever points down):
+
+* core mathematics: :mod:`~socm_lib.checks`, :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`,
+  :mod:`~socm_lib.pairs` (the exact engine);
+* the paper's published numbers: :mod:`~socm_lib.paper`;
+* models and data: :mod:`~socm_lib.encoders`, :mod:`~socm_lib.extract`, :mod:`~socm_lib.data`;
+* analysis: :mod:`~socm_lib.protocol`, :mod:`~socm_lib.layers`, :mod:`~socm_lib.downstream`;
+* presentation: :mod:`socm_lib.viz` (figures, widgets, fixed-precision display, the benchmark viewer),
+  which alone imports matplotlib and ipywidgets and is imported only on request.
+"""
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
 from .pairs import PairResult, SOCMResult, all_pairs, socm, socm_pairs
 from .stats import (
@@ -23,9 +34,7 @@ from .data import (
 )
 from .encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
 from .extract import token_embeddings
-from .display import device_report, fixed, fmt
-from .layers import layer_profile, plot_layer_profile
-from .plots import clouds_2d, extreme_pairs_table, pair_projection, scatter_dmu_dsigma, socm_surface
+from .layers import layer_profile
 from .protocol import Measurement, measure, paper_protocol
 
 __version__ = "0.1.0"

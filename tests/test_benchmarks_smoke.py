@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from socm_lib import benchmarking
+from socm_lib.viz import benchmarking
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,6 +13,7 @@ import pytest
 
 import socm_lib
 import socm_lib.cli
+from socm_lib.viz import fmt
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,9 +57,9 @@ def test_run_all_pairs_stdout(run_all):
         assert key in vals and len(vals[key].split(".")[1]) == 4, key  # fixed 4-decimal printing
     assert lines[-1] == f"wrote 780 rows to {out}"
     frame = pd.read_csv(out)
-    assert vals["mean_socm"] == socm_lib.fmt(frame["socm"].mean())
-    assert vals["median_socm"] == socm_lib.fmt(frame["socm"].median())
-    assert vals["mean_d_sigma"] == socm_lib.fmt(frame["d_sigma"].mean())
+    assert vals["mean_socm"] == fmt(frame["socm"].mean())
+    assert vals["median_socm"] == fmt(frame["socm"].median())
+    assert vals["mean_d_sigma"] == fmt(frame["d_sigma"].mean())
 
 
 def test_run_all_pairs_csv_matches_library(run_all):

@@ -6,7 +6,9 @@ import pytest
 from scipy import stats
 
 import socm_lib
-from socm_lib import downstream
+from socm_lib import downstream, paper
+from socm_lib.viz import downstream as viz_downstream
+from socm_lib.viz import fixed
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +28,12 @@ def test_family_table_matches_registry_and_paper():
     assert fam.loc[~fam["lower"], "contrastive"].tolist() == ["all-minilm-l12"]
     assert int(fam["lower"].sum()) == 7
     # text columns are plain objects, so socm_lib.fixed can format the table
-    assert socm_lib.fixed(fam)["change"].iloc[0] == "-0.2030"
+    assert fixed(fam)["change"].iloc[0] == "-0.2030"
 
 
 def test_reported_p_values_follow_from_rho():
-    for rho, p in downstream.PAPER_MTEB_SPEARMAN.values():
-        assert round(downstream.spearman_p_from_rho(rho, downstream.PAPER_N_MODELS), 3) == p
+    for rho, p in paper.MTEB_SPEARMAN.values():
+        assert round(downstream.spearman_p_from_rho(rho, paper.N_MODELS), 3) == p
 
 
 def test_spearman_p_from_rho_matches_scipy():
@@ -91,7 +93,7 @@ def test_group_summary_order_and_values():
     assert t.loc[0, "mean_socm"] == pytest.approx(0.75)
     assert t.loc[1, "mean_d_sigma"] == pytest.approx(2.0)
     assert "mean_cosine" not in t
-    assert socm_lib.fixed(t)["mean_socm"].tolist() == ["0.7500", "0.6000"]
+    assert fixed(t)["mean_socm"].tolist() == ["0.7500", "0.6000"]
 
 
 def test_plots_return_figures():
@@ -103,8 +105,8 @@ def test_plots_return_figures():
     rng = np.random.default_rng(0)
     f = pd.DataFrame({"kind": ["a"] * 5 + ["b"] * 5, "d_mu": rng.random(10), "d_sigma": rng.random(10),
                       "socm": rng.random(10)})
-    for fig in (downstream.plot_by_kind({"e1": f, "e2": f}, ["a", "b"]),
-                downstream.plot_dmu_dsigma({"e1": f}, ["a", "b"]),
-                downstream.plot_lines([("x", "y", {"e1": ([1, 2], [3, 4])})])):
+    for fig in (viz_downstream.plot_by_kind({"e1": f, "e2": f}, ["a", "b"]),
+                viz_downstream.plot_dmu_dsigma({"e1": f}, ["a", "b"]),
+                viz_downstream.plot_lines([("x", "y", {"e1": ([1, 2], [3, 4])})])):
         assert len(fig.axes) >= 1
         plt.close(fig)

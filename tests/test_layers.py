@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import socm_lib
-from socm_lib.layers import largest_drop, layer_profile, norm_check, plot_layer_profile, plot_pair_distributions
+from socm_lib.layers import largest_drop, layer_profile, norm_check
+from socm_lib.viz.layers import plot_layer_profile, plot_pair_distributions
 
 TEXTS = [
     "The cat sat quietly on the warm windowsill.",

@@ -1,4 +1,4 @@
-"""Headless tests of socm_lib.plots (figures and tables) and socm_lib.widgets (the encoder comparator)."""
+"""Headless tests of socm_lib.viz.plots (figures and tables) and socm_lib.viz.widgets (the encoder comparator)."""
 
 
 
@@ -13,7 +13,7 @@ from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Ellipse  # noqa: E402
 
-from socm_lib import plots, widgets  # noqa: E402
+from socm_lib.viz import plots, widgets  # noqa: E402
 from socm_lib.pairs import PairResult, socm, socm_pairs  # noqa: E402
 from socm_lib.extract import token_embeddings  # noqa: E402
 from socm_lib.stats import concentration_ratio as socm_lib_concentration  # noqa: E402

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .data import corpus, labelled_pairs, read_stsb, sample_texts, shared_data_dir
+from ..data import corpus, labelled_pairs, read_stsb, sample_texts, shared_data_dir
+from ..encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
+from ..extract import token_embeddings
+from ..pairs import PairResult, socm_pairs
 from .display import fixed, fmt
-from .encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
-from .extract import token_embeddings
-from .pairs import PairResult, socm_pairs
 
 DEFAULT_A = "untrained-minilm-l6"
 DEFAULT_B = "all-minilm-l6"

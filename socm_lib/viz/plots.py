@@ -22,9 +22,9 @@ import numpy as np
 from matplotlib.patches import Ellipse
 from scipy.stats import chi2
 
+from ..pairs import PairResult, socm
+from ..stats import cloud_covariance
 from .display import fixed
-from .pairs import PairResult, socm
-from .stats import cloud_covariance
 
 #: Mahalanobis radius of the 75% region of a 2-D Gaussian: sqrt of the chi-square(2) 0.75 quantile.
 ELLIPSE_LEVEL = 0.75
