@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book test notebooks bench clean
+.PHONY: venv book build-book student test notebooks bench clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -18,7 +18,12 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-build-book: venv
+# MathJax, RequireJS and the widgets' HTML manager at pinned versions (npm), served by the book itself
+VENDOR := _build/vendor
+$(VENDOR)/.fetched: scripts/fetch_assets.sh
+	scripts/fetch_assets.sh $(VENDOR)
+
+build-book: venv $(VENDOR)/.fetched
 	rm -rf _build/html _build/.doctrees  # cross-page glue is read from the notebooks: never reuse stale doctrees
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
