@@ -3,6 +3,7 @@
 #   make test   every test: library, CLI, notebooks (strict nbval), the built book's HTML and browser checks
 #   make notebooks   re-execute every notebook in place (then commit the outputs)
 #   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
+#   make student   student notebooks (no solutions, no outputs) and their zip in _build/student/
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -30,6 +31,11 @@ build-book: venv $(VENDOR)/.fetched
 book: build-book
 	$(PY) -m pytest -q tests/test_book_html.py tests/test_browser.py
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html in a browser."
+
+# student edition: every notebook without its solution cells and outputs, and a zip to hand out
+student: venv
+	rm -rf _build/student
+	$(PY) scripts/student_edition.py --out _build/student notebooks/nb*.ipynb
 
 test: build-book
 	$(PY) -m pytest tests notebooks book/status.ipynb $(NBVAL)

@@ -121,3 +121,12 @@ def test_pages_load_scripts_and_styles_from_the_book_itself():
     for asset in ("_static/mathjax/tex-mml-chtml.js", "_static/requirejs/require.js",
                   "_static/html-manager/embed-amd.js"):
         assert f'src="../{asset}' in comparator, f"the comparator page does not load {asset}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_solution_cells_show_their_code_only_behind_a_toggle(page):
+    """"Your turn" solutions (cells tagged `solution` and `hide-input`) are collapsed in the book."""
+    html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+    for cell in re.split(r'(?=<div class="cell )', html)[1:]:
+        if re.match(r'<div class="cell [^"]*\btag_solution\b', cell):
+            assert re.search(r'<details class="[^"]*\bhide above-input\b', cell), f"{page}: a solution is shown"
