@@ -16,6 +16,7 @@ PINS=(
 )
 
 command -v npm >/dev/null || { echo "fetch_assets: npm is needed (apt-get install nodejs npm)" >&2; exit 1; }
+if command -v sha256sum >/dev/null; then SHA256=sha256sum; else SHA256="shasum -a 256"; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -23,7 +24,7 @@ for pin in "${PINS[@]}"; do
   read -r spec sha <<<"$pin"
   name=${spec%@*}
   tarball=$(cd "$tmp" && npm pack --silent "$spec" | tail -n 1)
-  echo "$sha  $tmp/$tarball" | sha256sum --check --quiet - \
+  echo "$sha  $tmp/$tarball" | $SHA256 --check --quiet - \
     || { echo "fetch_assets: $spec does not match its pinned SHA-256" >&2; exit 1; }
   mkdir -p "$tmp/${name##*/}"
   tar xzf "$tmp/$tarball" -C "$tmp/${name##*/}" --strip-components=1

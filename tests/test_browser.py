@@ -3,6 +3,7 @@ unresolvable, pages opened from disk (file://). Check what is on screen (typeset
 comparator widget) and keep screenshots under _build/screenshots/ (CI artifacts)."""
 
 import functools
+import json
 import shutil
 import subprocess
 import tempfile
@@ -87,20 +88,37 @@ class _TreeBuilder(HTMLParser):
         self.current.children.append(data)
 
 
+def _page_requests(netlog: Path):
+    """The http(s) URLs that the page itself asked for, read from Chromium's NetLog: requests made for a
+    file:// page (Chromium's own background requests are made for other sites and are left out)."""
+    text = netlog.read_text(encoding="utf-8")
+    try:
+        events = json.loads(text)["events"]
+    except json.JSONDecodeError:  # a log cut short at exit lacks its closing brackets
+        events = json.loads(text.rstrip().rstrip(",") + "]}")["events"]
+    return sorted({e["params"]["url"] for e in events
+                   if str(e.get("params", {}).get("network_isolation_key", "")).startswith("file://")
+                   and str(e["params"].get("url", "")).startswith(("http:", "https:"))})
+
+
 @functools.lru_cache(maxsize=None)
 def _rendered(name):
-    """The DOM of a page after its scripts ran (10 s of virtual time, no network), parsed."""
+    """The DOM of a page after its scripts ran (10 s of virtual time, no network), parsed, and the URLs that
+    the page requested from the network."""
     page, _ = PAGES[name]
-    dom = _run(["--dump-dom", (HTML / page).as_uri()]).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        netlog = Path(tmp) / "netlog.json"
+        dom = _run([f"--log-net-log={netlog}", "--dump-dom", (HTML / page).as_uri()]).stdout
+        requested = _page_requests(netlog)
     builder = _TreeBuilder()
     builder.feed(dom)
-    return builder.root
+    return builder.root, requested
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_page_loads_with_its_main_content_and_is_photographed(name):
     page, heading = PAGES[name]
-    main = _rendered(name).select("main")
+    main = _rendered(name)[0].select("main")
     assert main, f"{page}: no <main> element in the rendered DOM"
     assert heading in main[0].text(), f"{page}: heading {heading!r} missing from the main content"
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -110,6 +128,14 @@ def test_page_loads_with_its_main_content_and_is_photographed(name):
     assert shot.exists() and shot.stat().st_size > 10_000, f"{page}: no screenshot written"
 
 
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_page_requests_nothing_from_the_network(name):
+    """Scripts, styles, fonts and images all come from the built book (no CDN, no web fonts)."""
+    page, _ = PAGES[name]
+    requested = _rendered(name)[1]
+    assert not requested, f"{page} requested {requested}"
+
+
 @pytest.mark.parametrize("name", MATH_PAGES)
 def test_mathematics_is_typeset_offline(name):
     """MathJax (served from the book's _static/) replaced every formula; the book's macros are defined."""
@@ -117,7 +143,7 @@ def test_mathematics_is_typeset_offline(name):
     source = (HTML / page).read_text(encoding="utf-8")
     formulas = source.count('class="math notranslate nohighlight"')
     assert formulas > 0, f"{page}: the page has no mathematics to check"
-    dom = _rendered(name)
+    dom = _rendered(name)[0]
     typeset = dom.select("mjx-container")
     assert len(typeset) >= formulas, f"{page}: {len(typeset)} typeset formulas for {formulas} in the source"
     errors = dom.select("mjx-merror")
@@ -130,7 +156,7 @@ def test_mathematics_is_typeset_offline(name):
 def test_comparator_widget_renders_controls_and_output_offline():
     """The embedded widget state is drawn by the widgets' HTML manager from _static/: the comparator's
     dropdowns and sliders, and its Output widget with the summary table it held when the notebook was run."""
-    dom = _rendered("comparator")
+    dom = _rendered("comparator")[0]
     dropdowns = [s for d in dom.select(cls="widget-dropdown") for s in d.select("select")]
     sliders = dom.select(cls="widget-slider")
     assert len(dropdowns) >= 3, f"{len(dropdowns)} dropdowns rendered (encoder A, encoder B, texts)"
