@@ -24,7 +24,7 @@ PAGES = {  # name: (page, heading of its main content)
     "theory": ("book/ch03_socm.html", "Second-order collapse"),
     "comparator": ("notebooks/nb04_comparator.html", "Backbone versus contrastive encoder"),
 }
-MATH_PAGES = ["theory", "comparator"]
+MATH_PAGES = ["index", "theory", "comparator"]
 RAW_TEX = [r"\(", r"\)", r"\[", r"\]", "$$", r"\begin{"]
 
 
