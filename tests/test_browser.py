@@ -146,8 +146,12 @@ def test_mathematics_is_typeset_offline(name):
     dom = _rendered(name)[0]
     typeset = dom.select("mjx-container")
     assert len(typeset) >= formulas, f"{page}: {len(typeset)} typeset formulas for {formulas} in the source"
-    errors = dom.select("mjx-merror")
-    assert not errors, f"{page}: MathJax errors (undefined macro?): {[e.text() for e in errors][:3]}"
+    errors = [e.text() for e in dom.select("mjx-merror")]
+    assert not errors, f"{page}: MathJax errors: {errors[:3]}"
+    # an undefined macro is shown as its name in red; the MathML copy for screen readers holds it as text
+    undefined = sorted({t.text(skip=()) for m in dom.select("mjx-assistive-mml") for t in m.select("mtext")
+                        if t.text(skip=()).startswith("\\")})
+    assert not undefined, f"{page}: undefined TeX macros {undefined} (see mathjax3_config in _config.yml)"
     visible = dom.select("main")[0].text()
     left = [tex for tex in RAW_TEX if tex in visible]
     assert not left, f"{page}: raw TeX delimiters {left} left in the visible text"
