@@ -73,14 +73,12 @@ def test_on_a_lab_the_solution_goes_and_the_task_and_check_stay(tmp_path):
     original = nbformat.read(FIXTURE, as_version=4)
     assert any(c.outputs for c in original.cells if c.cell_type == "code")  # the fixture has outputs to clear
     student = _student_edition([FIXTURE], tmp_path)[FIXTURE.name]
-    tags = [_tags(c) for c in student.cells]
-    assert {"task"} in tags and {"check"} in tags
-    assert not any("solution" in t for t in tags)
+    assert not any("solution" in _tags(c) for c in student.cells)
     assert not any("1 + 1" in c.source for c in student.cells), "the solution's code is still there"
     assert len(student.cells) == len(original.cells) - 1
-    task, check = (next(c for c in student.cells if tag in _tags(c)) for tag in ("task", "check"))
+    task = next(c for c in student.cells if "task" in _tags(c))
+    check = next(c for c in student.cells if 'check("nb01.1", answer)' in c.source)
     assert student.cells.index(task) < student.cells.index(check)
-    assert 'socm_lib.course.check("nb01.1", answer)' in check.source
     assert all(c.outputs == [] for c in student.cells if c.cell_type == "code")
     with zipfile.ZipFile(tmp_path / ZIP_NAME) as zf:
         assert [Path(n).name for n in zf.namelist()] == [FIXTURE.name]
@@ -105,8 +103,9 @@ def test_myst_nb_hides_a_solution_input_behind_a_toggle(tmp_path):
     src.mkdir()
     (src / "index.ipynb").write_bytes(FIXTURE.read_bytes())
     (src / "conf.py").write_text('extensions = ["myst_nb"]\nnb_execution_mode = "off"\n')
-    subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", str(src), str(tmp_path / "html")],
-                   check=True, capture_output=True, text=True)
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", str(src), str(tmp_path / "html")],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
     html = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
     cells = re.split(r'(?=<div class="cell )', html)
     solution = next(c for c in cells if c.startswith('<div class="cell tag_solution'))
