@@ -3,12 +3,13 @@
 #   make test   every test: library, CLI, notebooks (strict nbval), the built book's HTML and browser checks
 #   make notebooks   re-execute every notebook in place (then commit the outputs)
 #   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
+#   make student   student notebooks (no solutions, no outputs) and their zip in _build/student/
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book test notebooks bench clean
+.PHONY: venv book build-book student test notebooks bench clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -18,13 +19,23 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-build-book: venv
+# MathJax, RequireJS and the widgets' HTML manager at pinned versions (npm), served by the book itself
+VENDOR := _build/vendor
+$(VENDOR)/.fetched: scripts/fetch_assets.sh
+	scripts/fetch_assets.sh $(VENDOR)
+
+build-book: venv $(VENDOR)/.fetched
 	rm -rf _build/html _build/.doctrees  # cross-page glue is read from the notebooks: never reuse stale doctrees
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 book: build-book
 	$(PY) -m pytest -q tests/test_book_html.py tests/test_browser.py
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html in a browser."
+
+# student edition: every notebook without its solution cells and outputs, and a zip to hand out
+student: venv
+	rm -rf _build/student
+	$(PY) scripts/student_edition.py --out _build/student notebooks/nb*.ipynb
 
 test: build-book
 	$(PY) -m pytest tests notebooks book/status.ipynb $(NBVAL)

@@ -103,3 +103,30 @@ def test_computing_chapter_shows_the_committed_benchmark_results():
     assert figure, "the scaling figure is missing from Chapter 6"
     shown = (HTML / "book" / figure.group(1)).resolve()
     assert shown.read_bytes() == (results / "scaling.png").read_bytes()
+
+
+def test_pages_load_scripts_and_styles_from_the_book_itself():
+    """No CDN: every script and stylesheet a page loads is a file of the built book (MathJax, RequireJS and the
+    widgets' HTML manager included, fetched into _static/ by `make build-book`)."""
+    pages = sorted(p for p in HTML.rglob("*.html") if "_static" not in p.relative_to(HTML).parts)
+    assert len(pages) >= len(_toc_files())
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assets = re.findall(r'<script\b[^>]*\bsrc="([^"]+)"', html)
+        assets += re.findall(r'<link\b[^>]*\brel="stylesheet"[^>]*\bhref="([^"]+)"', html)
+        for src in assets:
+            assert "//" not in src, f"{page.relative_to(HTML)} loads {src} from the network"
+            assert (page.parent / src.split("?")[0]).is_file(), f"{page.relative_to(HTML)}: {src} is missing"
+    comparator = (HTML / "notebooks" / "nb04_comparator.html").read_text(encoding="utf-8")
+    for asset in ("_static/mathjax/tex-mml-chtml.js", "_static/requirejs/require.js",
+                  "_static/html-manager/embed-amd.js"):
+        assert f'src="../{asset}' in comparator, f"the comparator page does not load {asset}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_solution_cells_show_their_code_only_behind_a_toggle(page):
+    """"Your turn" solutions (cells tagged `solution` and `hide-input`) are collapsed in the book."""
+    html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+    for cell in re.split(r'(?=<div class="cell )', html)[1:]:
+        if re.match(r'<div class="cell [^"]*\btag_solution\b', cell):
+            assert re.search(r'<details class="[^"]*\bhide above-input\b', cell), f"{page}: a solution is shown"
