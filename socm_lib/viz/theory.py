@@ -19,7 +19,7 @@ import numpy as np
 from ..bures import bures_wasserstein_sq, gaussian_w2_sq
 from ..pairs import socm
 from ..stats import cloud_covariance, cloud_mean, concentration_ratio, normalize_cloud
-from .plots import _COLORS, _as_array, _draw_cloud, clouds_2d, covariance_ellipse, socm_surface
+from .plots import _COLORS, _as_array, _draw_cloud, _new_axes, clouds_2d, covariance_ellipse, socm_surface
 
 
 def _planar(X, name: str) -> np.ndarray:
@@ -69,7 +69,7 @@ def token_cloud(X, tokens=None, ax=None, *, normalize: bool = True, title: str |
     Y = A / np.linalg.norm(A.mean(axis=0)) if normalize else A
     V = mean_spread_basis(Y)
     P, m = Y @ V.T, Y.mean(axis=0) @ V.T
-    fig, ax = (plt.subplots(figsize=figsize) if ax is None else (ax.figure, ax))
+    fig, ax = _new_axes(ax, figsize)
     _draw_cloud(ax, P, m, _COLORS[0], "text")
     if tokens is not None:
         for (x, y), t in zip(P, tokens):
