@@ -6,6 +6,8 @@ Nothing below :mod:`socm_lib.viz` imports from here. Import the submodule you ne
   (numbers at fixed precision, so notebook outputs compare as text) and the device report;
 * :mod:`socm_lib.viz.plots` -- the SOCM surface, clouds in the plane, the paper's Figure 1 for real clouds,
   :math:`d_\\mu`--:math:`d_\\Sigma` scatter plots, extreme pairs;
+* :mod:`socm_lib.viz.theory` -- the figures of the theory chapters (a token cloud and its mean, a pair on the SOCM
+  surface, the 2-Wasserstein decomposition);
 * :mod:`socm_lib.viz.layers` -- layer profiles and pair distributions;
 * :mod:`socm_lib.viz.downstream` -- SOCM by pair kind and by length;
 * :mod:`socm_lib.viz.widgets` -- the encoder comparator (ipywidgets);

@@ -1,0 +1,159 @@
+r"""Figures for the theory chapters (Chapters 1 to 5), drawn by the notebooks nb01--nb03 and glued into the book.
+
+Each function returns its Figure and draws only what it computes through :mod:`socm_lib`, so the picture and
+the numbers printed beside it come from the same code:
+
+* :func:`token_cloud` -- one text's token cloud in the plane spanned by its mean and its main direction of
+  spread, with the mean-pooled point marked (Chapter 1: what mean pooling keeps and what it forgets);
+* :func:`pair_on_surface` -- two clouds in :math:`\mathbb R^2` after normalisation, beside the SOCM surface
+  :math:`(1-d_\mu)\,d_\Sigma` with the pair's point (Chapters 3 and 4);
+* :func:`w2_decomposition` -- the Gaussian fits of two normalised clouds in :math:`\mathbb R^2` and the split
+  :math:`W_2^2 = \lVert\mu_1-\mu_2\rVert^2 + \mathrm{BW}^2(\Sigma_1,\Sigma_2)` as a stacked bar (Chapter 5).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..bures import bures_wasserstein_sq, gaussian_w2_sq
+from ..pairs import socm
+from ..stats import cloud_covariance, cloud_mean, concentration_ratio, normalize_cloud
+from .plots import _COLORS, _as_array, _draw_cloud, _new_axes, clouds_2d, covariance_ellipse, socm_surface
+
+
+def _planar(X, name: str) -> np.ndarray:
+    """A float64 ``(n, 2)`` array, or ValueError saying that the figure is drawn in the plane."""
+    A = _as_array(X, name)
+    if A.shape[1] != 2:
+        raise ValueError(f"{name} has d = {A.shape[1]}; this figure draws clouds in R^2 (d = 2).")
+    return A
+
+
+def mean_spread_basis(X) -> np.ndarray:
+    r"""An orthonormal basis ``(2, d)`` of the plane spanned by the mean and the main direction of spread.
+
+    Row 1 is :math:`m/\lVert m\rVert`; row 2 is the top right singular vector of the deviations
+    :math:`x_j - m` after removing their component along :math:`m` (sign fixed so that its entry of
+    largest absolute value is positive). ``X`` needs a nonzero mean and at least one deviation that is not
+    parallel to the mean.
+    """
+    A = _as_array(X, "X")
+    m = A.mean(axis=0)
+    norm = np.linalg.norm(m)
+    if norm == 0:
+        raise ValueError("X has mean 0; the mean direction is undefined.")
+    u = m / norm
+    D = A - m
+    D = D - np.outer(D @ u, u)
+    _, s, Vt = np.linalg.svd(D, full_matrices=False)
+    if s[0] <= 1e-12 * max(1.0, float(np.abs(A).max())):
+        raise ValueError("X has no spread outside the direction of its mean; a second direction is undefined.")
+    v = Vt[0] * np.sign(Vt[0][np.argmax(np.abs(Vt[0]))])
+    return np.vstack([u, v])
+
+
+def token_cloud(X, tokens=None, ax=None, *, normalize: bool = True, title: str | None = None,
+                figsize=(6.4, 4.8)):
+    r"""One text's tokens and its mean-pooled point in the plane of :func:`mean_spread_basis`.
+
+    With ``normalize=True`` the cloud is divided by the norm of its mean first, as SOCM sees it, so the mean
+    lies at :math:`(1, 0)`. Each token is labelled with its string from ``tokens`` (same length as ``X``), the
+    75% ellipse of the projected covariance is drawn, and the title reports :math:`n`, :math:`d` and the
+    concentration ratio :math:`c = S/\lVert m\rVert^2` of the full cloud. The mean is the one point that mean
+    pooling keeps; the tokens around it are what it forgets.
+    """
+    A = _as_array(X, "X")
+    if tokens is not None and len(tokens) != len(A):
+        raise ValueError(f"tokens has {len(tokens)} entries but X has {len(A)} rows; give one string per token.")
+    Y = A / np.linalg.norm(A.mean(axis=0)) if normalize else A
+    V = mean_spread_basis(Y)
+    P, m = Y @ V.T, Y.mean(axis=0) @ V.T
+    fig, ax = _new_axes(ax, figsize)
+    _draw_cloud(ax, P, m, _COLORS[0], "text")
+    if tokens is not None:
+        for (x, y), t in zip(P, tokens):
+            ax.annotate(str(t), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=7, color="dimgray")
+    ax.plot([0], [0], marker="+", color="gray", markersize=10, linestyle="none", label="origin")
+    ax.annotate("", xy=tuple(m), xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": "black", "lw": 1})
+    c = concentration_ratio(A)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("direction of the mean" + (" (normalised: mean at 1)" if normalize else ""))
+    ax.set_ylabel("main direction of spread")
+    head = f"{title}\n" if title else ""
+    ax.set_title(f"{head}n = {len(A)} tokens, d = {A.shape[1]}, concentration ratio c = {c:.3f}", fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def pair_on_surface(X1, X2, *, labels=("text 1", "text 2"), point_label: str = "this pair",
+                    title: str | None = None, figsize=(11.0, 4.6)):
+    r"""Two planar clouds after normalisation (left) and their :math:`(d_\mu, d_\Sigma)` on the SOCM surface (right).
+
+    The right panel is :func:`~socm_lib.viz.plots.socm_surface`; when :math:`d_\Sigma` exceeds 1 the surface
+    extends beyond the unit square and the contour :math:`\mathrm{SOCM} = 1` is drawn in red, so a point
+    beyond it is visibly above 1. The figure title gives the pair's values from :func:`socm_lib.socm`.
+    """
+    A1, A2 = _planar(X1, "X1"), _planar(X2, "X2")
+    r = socm(A1, A2)
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize, gridspec_kw={"width_ratios": (1, 1.25)})
+    clouds_2d(A1, A2, ax=left, labels=labels, normalize=True, title="after normalisation")
+    socm_surface(ax=right, points={point_label: (r.d_mu, r.d_sigma)})
+    if r.d_sigma > 1:
+        a, b = np.meshgrid(np.linspace(0, 1, 201), np.linspace(0, right.get_ylim()[1], 201))
+        right.contour(a, b, (1 - a) * b, levels=[1.0], colors="red", linewidths=1.5)
+        right.plot([], [], color="red", label="SOCM = 1")
+        right.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    head = f"{title}: " if title else ""
+    fig.suptitle(f"{head}$d_\\mu$ = {r.d_mu:.4f}, $d_\\Sigma$ = {r.d_sigma:.4f}, SOCM = {r.socm:.4f}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def w2_decomposition(X1, X2, *, labels=("text 1", "text 2"), title: str | None = None, figsize=(11.0, 4.6)):
+    r"""The 2-Wasserstein distance of the Gaussian fits of two normalised planar clouds, split in two parts.
+
+    Left: the fits :math:`\mathcal N(\mu_i, \Sigma_i)` as 75% ellipses, the mean shift :math:`\mu_1 \to \mu_2` as
+    an arrow, and fit 1 translated to :math:`\mu_2` (dashed): the transport first moves the mean, then reshapes
+    the dashed ellipse into the second one. Right: a stacked bar of :math:`\lVert\mu_1-\mu_2\rVert^2` (mean part)
+    and :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)` (shape part) beside a bar of :math:`W_2^2` computed directly by
+    :func:`socm_lib.gaussian_w2_sq`, with their values.
+    """
+    N1, N2 = normalize_cloud(_planar(X1, "X1")), normalize_cloud(_planar(X2, "X2"))
+    mu1, mu2 = cloud_mean(N1), cloud_mean(N2)
+    S1, S2 = cloud_covariance(N1), cloud_covariance(N2)
+    mean_part = float(((mu1 - mu2) ** 2).sum())
+    shape_part = float(bures_wasserstein_sq(S1, S2))
+    w2 = float(gaussian_w2_sq(mu1, S1, mu2, S2))
+    m1, m2, C1, C2 = (t.numpy() for t in (mu1, mu2, S1, S2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize, gridspec_kw={"width_ratios": (1.2, 1)})
+    for m, C, color, label in ((m1, C1, _COLORS[0], labels[0]), (m2, C2, _COLORS[1], labels[1])):
+        left.add_patch(covariance_ellipse(m, C, facecolor=color, alpha=0.2, edgecolor=color, lw=1.5,
+                                          label=f"{label}: Gaussian fit"))
+        left.plot([m[0]], [m[1]], marker="X", markersize=11, color=color, markeredgecolor="black", linestyle="none")
+    left.add_patch(covariance_ellipse(m2, C1, facecolor="none", edgecolor=_COLORS[0], lw=1.2, linestyle="--",
+                                      label=f"{labels[0]}'s fit moved to the other mean"))
+    left.annotate("", xy=tuple(m2), xytext=tuple(m1),
+                  arrowprops={"arrowstyle": "->", "color": "black", "lw": 1.5})
+    left.plot([0], [0], marker="+", color="gray", markersize=10, linestyle="none")
+    left.set_aspect("equal", adjustable="datalim")
+    left.autoscale_view()
+    left.set_xlabel("coordinate 1")
+    left.set_ylabel("coordinate 2")
+    left.set_title("Gaussian fits of the normalised clouds;\narrow: the mean shift", fontsize=10)
+    left.legend(fontsize=7, loc="best")
+    right.bar([0], [mean_part], color="tab:gray", label=r"mean part $\|\mu_1-\mu_2\|^2$")
+    right.bar([0], [shape_part], bottom=[mean_part], color="tab:purple", label=r"shape part $\mathrm{BW}^2$")
+    right.bar([1], [w2], color="tab:green", label=r"$W_2^2$ of the two Gaussians")
+    for y, text in ((mean_part / 2, f"{mean_part:.4f}"), (mean_part + shape_part / 2, f"{shape_part:.4f}")):
+        right.text(0, y, text, ha="center", va="center", color="white", fontsize=9)
+    right.text(1, w2 / 2, f"{w2:.4f}", ha="center", va="center", color="white", fontsize=9)
+    right.set_xticks([0, 1], [r"$\|\mu_1-\mu_2\|^2 + \mathrm{BW}^2$", r"$W_2^2$"])
+    right.set_ylim(0, 1.3 * max(w2, mean_part + shape_part))
+    right.legend(fontsize=8, loc="upper center", ncol=1)
+    right.set_title(f"{mean_part:.4f} + {shape_part:.4f} = {mean_part + shape_part:.4f};  $W_2^2$ = {w2:.4f}",
+                    fontsize=10)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
