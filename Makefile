@@ -38,7 +38,7 @@ student: venv
 	$(PY) scripts/student_edition.py --out _build/student notebooks/nb*.ipynb
 
 test: build-book
-	$(PY) -m pytest tests notebooks book/status.ipynb $(NBVAL)
+	$(PY) -m pytest tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
 
 notebooks: venv
 	$(PY) scripts/run_notebooks.py
