@@ -1,6 +1,7 @@
 """socm_lib: measure second-order collapse by mean pooling (SOCM) in text embeddings."""
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
-from .pairs import PairResult, SOCMResult, all_pairs, socm, socm_pairs
+from .pairs import InsufficientMemoryError, PairResult, SOCMResult, all_pairs, socm, socm_pairs
+from .summary import PairSummary, socm_summary
 from .stats import (
     avg_intra_cosine,
     cloud_covariance,
