@@ -249,7 +249,8 @@ def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.n
     else:
         gi, gj = np.repeat(mine, nb), np.tile(theirs, ca)
         nuclear, d_mu = _nuclear_norms(G, use_torch).reshape(-1), d_mu.reshape(-1)
-    return _pair_position(gi, gj, len(means)), gi, gj, nuclear, d_mu
+    i, j = np.minimum(gi, gj), np.maximum(gi, gj)  # each pair as in all_pairs: i < j
+    return _pair_position(i, j, len(means)), i, j, nuclear, d_mu
 
 
 def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int, use_torch: bool) -> list:
