@@ -245,7 +245,8 @@ def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.n
     if Ba is Bb:
         r, q = np.nonzero(np.arange(ca)[:, None] < np.arange(nb)[None, :])
         gi, gj = mine[r], theirs[q]
-        nuclear, d_mu = _nuclear_norms(G[torch.from_numpy(r), torch.from_numpy(q)], use_torch), d_mu[r, q]
+        slots = torch.from_numpy(r).to(G.device), torch.from_numpy(q).to(G.device)
+        nuclear, d_mu = _nuclear_norms(G[slots], use_torch), d_mu[r, q]
     else:
         gi, gj = np.repeat(mine, nb), np.tile(theirs, ca)
         nuclear, d_mu = _nuclear_norms(G, use_torch).reshape(-1), d_mu.reshape(-1)

@@ -112,7 +112,7 @@ class _Tally:
         for k in _FIELDS:
             self.sums[k] += float(np.sum(block[k], dtype=np.float64))
             self.counts[k] += np.bincount(_bin_index(self.edges[k], block[k]), minlength=len(self.counts[k]))
-        self.fine += np.bincount(_bin_index(self.fine_edges, socm), minlength=MEDIAN_BINS)
+        np.add.at(self.fine, _bin_index(self.fine_edges, socm), 1)  # a block has far fewer pairs than bins
         if self.values is not None:
             if self.n <= self.exact_median_limit:
                 self.values.append(np.array(socm))
