@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import socm_lib
 import socm_lib.cli
@@ -132,7 +133,7 @@ def test_socm_pairs_refuses_what_does_not_fit(clouds, monkeypatch):
 
 
 def test_memory_estimate_grows_with_the_pairs(clouds):
-    e = engine._engine(clouds, normalize=True, device="cpu", dtype=np.float64 and __import__("torch").float64,
+    e = engine._engine(clouds, normalize=True, device="cpu", dtype=torch.float64,
                        backend="auto", bucket_tolerance=0.05)
     small, big = engine.memory_estimate(1000, e, 1 << 22), engine.memory_estimate(200_000_000, e, 1 << 22)
     assert big - small == (200_000_000 - 1000) * engine.BYTES_PER_PAIR
@@ -155,3 +156,35 @@ def test_cli_summary_path_matches_socm_pairs(capsys):
     ref["mean_concentration"] = float(np.mean([socm_lib.concentration_ratio(c) for c in clouds]))
     assert list(values) == list(ref)
     assert values == {k: socm_lib.display.summary_lines({k: v})[0].split(": ", 1)[1] for k, v in ref.items()}
+
+
+def test_cli_writes_the_csv_chunk_by_chunk(tmp_path, capsys, monkeypatch):
+    import functools
+
+    import pandas as pd
+
+    chunks = []
+
+    def small_chunks(*args, on_pairs=None, **kwargs):
+        def spy(start, chunk):
+            chunks.append(len(chunk))
+            on_pairs(start, chunk)
+        return socm_lib.socm_summary(*args, on_pairs=spy if on_pairs else None, chunk_pairs=97, **kwargs)
+
+    monkeypatch.setattr(socm_lib.cli, "socm_summary", functools.wraps(socm_lib.socm_summary)(small_chunks))
+    out = tmp_path / "pairs.csv"
+    code = socm_lib.cli.main(["run", "--encoder", "all-minilm-l6", "--sample", "25", "--device", "cpu",
+                              "--out", str(out)])
+    stdout = capsys.readouterr().out
+    assert code == 0
+    assert len(chunks) > 3 and sum(chunks) == 300
+    frame = pd.read_csv(out, keep_default_na=False)  # one header, then every chunk's rows
+    assert list(frame.columns) == ["i", "j", "d_mu", "d_sigma", "socm", "text_i", "text_j"]
+    np.testing.assert_array_equal(frame[["i", "j"]].to_numpy(), socm_lib.all_pairs(25))
+    texts = socm_lib.sample_texts(list(socm_lib.corpus()["text"]), 25, seed=0)
+    assert list(frame["text_j"]) == [texts[j] for j in frame["j"]]
+    clouds = socm_lib.token_embeddings(socm_lib.load_encoder("all-minilm-l6", device="cpu"), texts)
+    ref = socm_lib.socm_pairs(clouds, device="cpu")
+    np.testing.assert_allclose(frame["socm"], ref.socm, rtol=1e-9, atol=1e-12)
+    assert stdout.splitlines()[-1] == f"wrote 300 rows to {out}"
+    assert f"median_socm: {socm_lib.fmt(np.median(ref.socm))}" in stdout
