@@ -1,5 +1,9 @@
 """Benchmark how socm_pairs scales: time and peak memory against the number of texts and against d.
 
+A last row streams the largest all-pairs point (3,000 texts, 4.5 million pairs) through
+``socm_summary`` instead, whose memory does not grow with the number of pairs, next to
+``socm_pairs`` on the same clouds (the texts sweep's point).
+
     python benchmarks/bench_scaling.py            # full run (N up to 3,000 texts: about 4.5 million pairs)
     python benchmarks/bench_scaling.py --quick    # smoke run (small sizes)
 
@@ -33,6 +37,8 @@ SWEEPS = {
     True: {"texts": {"values": [50, 100, 200], "fixed": 384},
            "dim": {"values": [128, 384, 768], "fixed": 60}},
 }
+#: Texts of the socm_summary row (d = 384): the largest point of the texts sweep.
+SUMMARY_TEXTS = {False: 3000, True: 200}
 #: Runs per point: several where a run is short, one where a single run takes tens of seconds.
 LONG_PAIRS = 400_000
 
@@ -41,18 +47,20 @@ def repeats(pairs: int, quick: bool) -> int:
     return 1 if quick or pairs >= LONG_PAIRS else 3
 
 
-def point_worker(n_texts: int, d: int, repeats: int) -> dict:
-    """In a fresh process: all pairs of ``n_texts`` synthetic texts at dimension ``d``, ``repeats`` times."""
+def point_worker(n_texts: int, d: int, repeats: int, route: str = "socm_pairs") -> dict:
+    """In a fresh process: all pairs of ``n_texts`` synthetic texts at dimension ``d``, ``repeats`` times,
+    with ``socm_lib.socm_pairs`` (every pair's result kept) or ``socm_lib.socm_summary`` (streamed)."""
     import socm_lib
     import torch
 
+    fn = getattr(socm_lib, route)
     clouds = common.synthetic_clouds(n_texts, d, seed=SEED)
-    socm_lib.socm_pairs(clouds[:60], device="cpu", progress=False)  # warm-up
+    fn(clouds[:60], device="cpu", progress=False)  # warm-up
     runs, peak = [], None
     for k in range(repeats):
         with common.PeakRSS() as mem:
             t = time.perf_counter()
-            socm_lib.socm_pairs(clouds, device="cpu", progress=False)
+            fn(clouds, device="cpu", progress=False)
             runs.append(time.perf_counter() - t)
         if k == 0:
             peak = mem.peak_mib
@@ -118,6 +126,14 @@ def main(argv=None) -> int:
         if sweep == "texts":  # per pair, the cost should be flat: time / pairs against pairs
             record[sweep]["time_exponent_per_pair_count"] = benchmarking.fit_power_law(
                 [p["pairs"] for p in points], [p["median_s"] for p in points])[0]
+    n_texts, d = SUMMARY_TEXTS[args.quick], SWEEPS[args.quick]["texts"]["fixed"]
+    pairs = n_texts * (n_texts - 1) // 2
+    print(f"  N = {n_texts:,} texts, d = {d}: {pairs:,} pairs summarised with socm_summary ...", flush=True)
+    streamed = common.run_isolated("bench_scaling", "point_worker", n_texts=n_texts, d=d,
+                                   repeats=repeats(pairs, args.quick), route="socm_summary")
+    kept = next(p for p in record["texts"]["points"] if (p["n_texts"], p["d"]) == (n_texts, d))
+    record["summary"] = {**streamed, "route": "socm_summary",
+                         "socm_pairs": {k: kept[k] for k in ("median_s", "peak_mib", "runs_s")}}
     if reused is not None:
         record["settings"]["reused"] = f"the point N = 1,000, d = 384 is the all-pairs measurement of {reused['source']}"
     path = common.finish(record, "scaling", t0)
@@ -134,6 +150,10 @@ def main(argv=None) -> int:
           f"N^{record['texts']['memory_exponent']:.2f} (d = {record['texts']['fixed']['d']}); time ~ "
           f"d^{record['dim']['time_exponent']:.2f}, memory ~ d^{record['dim']['memory_exponent']:.2f} "
           f"(N = {record['dim']['fixed']['n_texts']:,})")
+    row = record["summary"]
+    print(f"socm_summary, {row['n_texts']:,} texts ({row['pairs']:,} pairs): {row['median_s']:.2f} s, peak "
+          f"{row['peak_mib']:.0f} MiB; socm_pairs on the same clouds: {row['socm_pairs']['median_s']:.2f} s, peak "
+          f"{row['socm_pairs']['peak_mib']:.0f} MiB")
     print(f"wrote {path} and {png} ({record['script_seconds']} s)")
     return 0
 

@@ -10,12 +10,24 @@ the rank-deficient covariances of short texts, carries errors near
 :math:`\sqrt{\varepsilon}` from square roots of eigenvalues that should be zero.
 The library's engine (:mod:`socm_lib.pairs`) uses the exact low-rank form instead;
 this module is the obviously-correct reference it is tested against.
+
+Inputs must be covariance matrices up to round-off: a matrix whose asymmetry
+:math:`\max|S - S^\top|` exceeds :data:`SYMMETRY_TOL` times :math:`\max|S|`, or whose smallest
+eigenvalue is below :math:`-`:data:`PSD_TOL` times its largest absolute eigenvalue, is refused
+with a ``ValueError``. Smaller defects are round-off: the matrix is symmetrised and negative
+eigenvalues are clamped at 0 (a rank-deficient covariance built in float64 has eigenvalues near
+:math:`\pm 10^{-16}` of its largest).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+#: Largest relative asymmetry max|S - S^T| / max|S| accepted as round-off.
+SYMMETRY_TOL = 1e-8
+#: Largest relative negative eigenvalue -lambda_min / max|lambda| accepted as round-off (then clamped at 0).
+PSD_TOL = 1e-8
 
 
 def _as_covariance(S, name: str) -> torch.Tensor:
@@ -26,7 +38,19 @@ def _as_covariance(S, name: str) -> torch.Tensor:
         raise ValueError(f"{name} has shape {tuple(t.shape)}; a covariance matrix must be square (d, d).")
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} contains NaN or inf.")
-    return (t + t.T) / 2  # symmetrise: round-off can make a covariance slightly asymmetric
+    scale = float(t.abs().max())
+    asymmetry = float((t - t.T).abs().max())
+    if asymmetry > SYMMETRY_TOL * scale:
+        raise ValueError(f"{name} is not symmetric (max |S - S^T| = {asymmetry:.3g}, {asymmetry / scale:.3g} of "
+                         f"max |S|, tolerance {SYMMETRY_TOL:g}); a covariance matrix is symmetric. Pass the "
+                         "covariance itself, e.g. socm_lib.cloud_covariance(X).")
+    t = (t + t.T) / 2  # symmetrise: round-off can make a covariance slightly asymmetric
+    lam = torch.linalg.eigvalsh(t)
+    if scale > 0 and float(lam[0]) < -PSD_TOL * float(lam.abs().max()):
+        raise ValueError(f"{name} is not positive semi-definite: its smallest eigenvalue is {float(lam[0]):.3g}, "
+                         f"below -{PSD_TOL:g} x its largest |eigenvalue| {float(lam.abs().max()):.3g}; a covariance "
+                         "matrix has no negative eigenvalues beyond round-off.")
+    return t
 
 
 def psd_sqrt(S) -> torch.Tensor:
@@ -60,8 +84,30 @@ def gaussian_w2_sq(mu1, S1, mu2, S2) -> float:
 
     .. math:: W_2^2 = \lVert\mu_1-\mu_2\rVert^2 + \operatorname{BW}^2(\Sigma_1,\Sigma_2)
     """
-    m1 = torch.as_tensor(mu1, dtype=torch.float64).reshape(-1)
-    m2 = torch.as_tensor(mu2, dtype=torch.float64).reshape(-1)
+    S1, S2 = _as_covariance(S1, "S1"), _as_covariance(S2, "S2")
+    m1, m2 = _as_mean(mu1, "mu1"), _as_mean(mu2, "mu2")
     if m1.shape != m2.shape:
-        raise ValueError(f"mu1 has {m1.numel()} entries but mu2 has {m2.numel()}.")
+        raise ValueError(f"mu1 has {m1.numel()} entries but mu2 has {m2.numel()}; both means must be (d,) vectors.")
+    if S1.shape != S2.shape or m1.shape[0] != S1.shape[0]:
+        raise ValueError(f"the means have {m1.numel()} entries but S1 is {tuple(S1.shape)} and S2 is "
+                         f"{tuple(S2.shape)}; pass (d,) means with (d, d) covariances of the same d.")
     return float(((m1 - m2) ** 2).sum()) + bures_wasserstein_sq(S1, S2)
+
+
+def _as_mean(mu, name: str) -> torch.Tensor:
+    """A mean vector as float64: real, finite and one-dimensional."""
+    if isinstance(mu, torch.Tensor):
+        mu = mu.detach().cpu().numpy()
+    try:
+        arr = np.asarray(mu)
+    except Exception as exc:  # ragged input
+        raise TypeError(f"{name} must be a (d,) vector of real numbers: {exc}") from None
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} is complex; a mean vector must be real-valued.")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} has dtype {arr.dtype}; pass a (d,) vector of real numbers.")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} has shape {arr.shape}; a mean must be a non-empty 1-D vector (d,).")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or inf.")
+    return torch.from_numpy(arr.astype(np.float64))

@@ -108,3 +108,38 @@ def as_texts(texts, name: str = "texts") -> list[str]:
         if not t.strip():
             raise ValueError(f"{name}[{k}] is empty or whitespace only; remove it or replace it with real text.")
     return list(texts)
+
+
+def as_device(device, name: str = "device") -> torch.device:
+    """Validate a device up front: ``None`` (the GPU when one is present, else the CPU), ``"cpu"``, ``"cuda"``,
+    ``"cuda:K"``, ``"mps"`` or a ``torch.device``.
+
+    A GPU that this machine or this torch build does not have is refused here, with what to do, instead
+    of failing later inside torch after minutes of work.
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be None, a string such as 'cpu' or 'cuda', or a torch.device; "
+                        f"got {type(device).__name__}.")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{name}={device!r} is not a device name; use 'cpu', 'cuda', 'cuda:0' or None "
+                         "(the GPU when one is present).") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only torch build" if torch.version.cuda is None else f"torch built for CUDA {torch.version.cuda}, but no GPU is visible"
+            raise ValueError(f"{name}={str(device)!r} asks for a CUDA GPU, but this machine has none ({build}, "
+                             f"torch {torch.__version__}). Pass device='cpu' (or None to pick the GPU only "
+                             "when one is present), or install a CUDA build of torch on a machine with a GPU.")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"{name}={str(device)!r}: there are only {torch.cuda.device_count()} CUDA device(s) "
+                             f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}).")
+    elif dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"{name}={str(device)!r} asks for Apple's MPS GPU, which this machine or torch build "
+                             "does not have; pass device='cpu' or None.")
+    elif dev.type != "cpu":
+        raise ValueError(f"{name}={str(device)!r}: only 'cpu', 'cuda' and 'mps' devices are supported.")
+    return dev

@@ -1,5 +1,9 @@
 """Command line: ``python -m socm_lib run ...`` measures SOCM over text pairs and writes a CSV.
 
+``run`` streams the pairs (:func:`socm_lib.socm_summary`): without ``--out`` it keeps only the
+summary, so all pairs of tens of thousands of texts fit in memory; with ``--out`` it writes the CSV
+chunk by chunk.
+
 Examples::
 
     python -m socm_lib run --encoder all-minilm-l6                      # embedded corpus, 1,000 texts, all pairs
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 
 import numpy as np
 
@@ -27,7 +32,9 @@ from .data import (
 )
 from .viz.display import summary_lines
 from .encoders import REGISTRY, ModelUnavailableError, load_encoder
-from .protocol import measure
+from .extract import token_embeddings
+from .stats import concentration_ratio
+from .summary import socm_summary
 
 
 def _texts(spec: str) -> list[str]:
@@ -60,33 +67,51 @@ def _pairs(mode: str, n: int, seed: int):
 
 
 def run(args) -> int:
+    """Extract the texts' token clouds, then stream SOCM over the pairs (:func:`socm_lib.socm_summary`).
+
+    Without ``--out`` only the summary is kept (memory bounded by the engine's block size); with
+    ``--out`` the pairs are also written to the CSV chunk by chunk, in pair order.
+    """
     encoder = load_encoder(args.encoder, device=args.device, trust_remote_code=args.trust_remote_code)
     if args.pairs == "labelled":
         df = labelled_pairs()
         texts = list(df["text_a"]) + list(df["text_b"])
         pairs = np.stack([np.arange(len(df)), np.arange(len(df)) + len(df)], axis=1)
-        extra = {"kind": list(df["kind"])}
+        extra = {"kind": np.array(df["kind"], dtype=object)}
     else:
         texts = _texts(args.texts)
         if args.sample and args.sample < len(texts):
             texts = sample_texts(texts, args.sample, args.seed)
         pairs = _pairs(args.pairs, len(texts), args.seed)
         extra = {}
-    m = measure(encoder, texts, pairs, layer=args.layer, special_tokens=not args.no_special_tokens,
-                batch_size=args.batch_size, device=args.device, progress=True)
-    summary = m.pairs.summary()
-    summary["mean_concentration"] = float(np.mean(m.concentration))
+    clouds = token_embeddings(encoder, texts, layer=args.layer, special_tokens=not args.no_special_tokens,
+                              batch_size=args.batch_size, progress=True)
+    concentration = np.array([concentration_ratio(c) for c in clouds])
+    if args.out:
+        with open(args.out, "w", newline="") as handle:
+            result = socm_summary(clouds, pairs, device=args.device, progress=True,
+                                  on_pairs=partial(_write_chunk, handle, texts, extra))
+    else:
+        result = socm_summary(clouds, pairs, device=args.device, progress=True)
+    summary = result.summary()
+    summary["mean_concentration"] = float(np.mean(concentration))
+    if result.median_socm_error > 0:  # more pairs than the exact median keeps: say how close the median is
+        summary["median_socm_error"] = result.median_socm_error
     print(f"encoder: {encoder.name} ({encoder.kind}); texts: {len(texts)}; layer: {args.layer}")
     print("\n".join(summary_lines(summary)))
     if args.out:
-        frame = m.pairs.to_frame()
-        for k, v in extra.items():
-            frame[k] = v
-        frame["text_i"] = [texts[i] for i in frame["i"]]
-        frame["text_j"] = [texts[j] for j in frame["j"]]
-        frame.to_csv(args.out, index=False)
-        print(f"wrote {len(frame)} rows to {args.out}")
+        print(f"wrote {result.pairs} rows to {args.out}")
     return 0
+
+
+def _write_chunk(handle, texts: list[str], extra: dict, start: int, chunk) -> None:
+    """Append one chunk of pairs (rows ``start ...`` of the CSV) with its extra columns and both texts."""
+    frame = chunk.to_frame()
+    for k, v in extra.items():
+        frame[k] = v[start : start + len(frame)]
+    frame["text_i"] = [texts[i] for i in frame["i"]]
+    frame["text_j"] = [texts[j] for j in frame["j"]]
+    frame.to_csv(handle, index=False, header=start == 0)
 
 
 def models(_args) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .checks import as_device, as_texts
 from .extract import token_embeddings
 from .pairs import socm_pairs
 from .paper import FAMILIES, wikipedia_socm
@@ -75,7 +76,12 @@ def separation(a, b) -> float:
 
 
 def direction(a: float, b: float, *, digits: int = 4, words=("higher", "lower", "equal")) -> str:
-    """``"higher"`` if ``a > b``, ``"lower"`` if ``a < b``, ``"equal"`` if they agree at ``digits`` decimals."""
+    """``"higher"`` if ``a > b``, ``"lower"`` if ``a < b``, ``"equal"`` if they agree at ``digits`` decimals.
+
+    A NaN has no direction: it raises ``ValueError`` rather than turning into a word.
+    """
+    if np.isnan(float(a)) or np.isnan(float(b)):
+        raise ValueError(f"direction got a NaN ({a!r} vs {b!r}); compute the figures from non-empty, finite data.")
     if round(float(a) - float(b), digits) == 0:
         return words[2]
     return words[0] if a > b else words[1]
@@ -88,7 +94,8 @@ def pair_frame(encoder, texts_a, texts_b, *, special_tokens: bool = True, layer:
     Columns ``d_mu, d_sigma, socm, cosine, n_a, n_b``, one row per pair in input order. ``cosine``
     is computed from the raw (unnormalised) means, independently of ``d_mu``.
     """
-    texts_a, texts_b = list(texts_a), list(texts_b)
+    texts_a, texts_b = as_texts(texts_a, "texts_a"), as_texts(texts_b, "texts_b")
+    device = as_device(device)
     if len(texts_a) != len(texts_b):
         raise ValueError(f"texts_a has {len(texts_a)} texts but texts_b has {len(texts_b)}; pass one of each per pair.")
     n = len(texts_a)

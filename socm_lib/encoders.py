@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 from transformers.utils import logging as hf_logging
 
+from .checks import as_device
 from .paper import wikipedia_socm
 
 
@@ -164,6 +165,7 @@ def load_encoder(
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise TypeError(f"name_or_path must be a non-empty string, got {name_or_path!r}.")
     dtype = _resolve_dtype(dtype)
+    device = as_device(device)
     hf_logging.disable_progress_bar()  # weight-loading bars would clutter notebook output
     name = name_or_path
     spec = REGISTRY.get(name)
@@ -191,8 +193,6 @@ def load_encoder(
     else:
         source = str(packaged_minilm_path()) if name == "all-minilm-l6" else (spec.hf_id if spec else name)
         tokenizer, model = _from_pretrained(source, name, revision, trust_remote_code, dtype)
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
     model = model.to(device).eval()
     kind = spec.kind if spec else "unregistered"
     return Encoder(name=name, source=source, kind=kind, model=model, tokenizer=tokenizer, revision=revision)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .checks import as_device, as_texts
 from .extract import token_embeddings
 from .pairs import socm_pairs
 from .stats import avg_intra_cosine, concentration_ratio
@@ -34,7 +35,7 @@ def _pairs_arg(pairs):
 
 
 def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, batch_size: int = 64,
-                  progress: bool | None = None) -> pd.DataFrame:
+                  progress: bool | None = None, device=None) -> pd.DataFrame:
     """Mean concentration, mean average intra-text cosine and mean SOCM at every hidden state of ``encoder``.
 
     Parameters
@@ -47,6 +48,8 @@ def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, ba
         ``None`` or ``"all"`` for every pair ``i < j`` of the texts, or a ``(P, 2)`` array of index pairs.
     special_tokens, batch_size
         Passed to :func:`socm_lib.token_embeddings` (one call with ``layer="all"``).
+    device
+        Where the pairs are computed (:func:`socm_lib.socm_pairs`); ``None``: the GPU when one is present.
 
     Returns
     -------
@@ -55,7 +58,7 @@ def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, ba
         ``layer, concentration, avg_cosine, mean_socm, mean_d_mu, mean_d_sigma``.
     """
     pairs = _pairs_arg(pairs)
-    texts = list(texts)
+    texts, device = as_texts(texts), as_device(device)
     if len(texts) < 2 and pairs is None:
         raise ValueError(f"layer_profile needs at least two texts to form pairs, got {len(texts)}.")
     by_layer = token_embeddings(encoder, texts, layer="all", special_tokens=special_tokens,
@@ -63,7 +66,7 @@ def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, ba
     rows = []
     for lay in sorted(by_layer):
         clouds = by_layer[lay]
-        result = socm_pairs(clouds, pairs, progress=progress)
+        result = socm_pairs(clouds, pairs, progress=progress, device=device)
         rows.append({
             "layer": int(lay),
             "concentration": float(np.mean([concentration_ratio(c) for c in clouds])),

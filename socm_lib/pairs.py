@@ -29,12 +29,27 @@ How the engine is fast and still exact:
   by default;
 * the work is cut into blocks of bounded size (one product and its SVDs each); on the CPU
   every core takes whole blocks, so the products of one block overlap the SVDs of another
-  (on a GPU, the blocks run one after another as batched calls).
+  (on a GPU, the blocks run one after another as batched calls);
+* every block's pairs go to a consumer and are then dropped: :func:`socm_pairs` writes them into
+  its result arrays, :func:`socm_lib.socm_summary` folds them into running sums, histograms and
+  top-k lists, in memory bounded by the block size.
+
+Backends and precision. ``backend="auto"`` takes numpy (BLAS products, LAPACK ``gesdd``) on the
+CPU and torch on a GPU; ``backend="torch"`` runs the GPU's path (torch matmul, batched
+``torch.linalg.svdvals`` on at most :data:`SVD_BATCH` matrices per call, fewer when they exceed
+32 x 32, blocks one after another) on any device, so the CPU tests check it. On a GPU, float64
+(the default) is exact to round-off, like the CPU; float32 is much faster and good to about 1e-6
+relative. TF32 (10-bit mantissas in float32 products, allowed by
+``torch.backends.cuda.matmul.allow_tf32``) is switched off while the engine runs, so it can never
+silently cost precision.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
@@ -44,8 +59,18 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from .checks import as_clouds, as_pairs
+from .checks import as_clouds, as_device, as_pairs
 from .stats import mean_norm
+
+BACKENDS = ("auto", "numpy", "torch")
+#: Most matrices in one batched SVD call on the torch path. Batched GPU solvers do best on many
+#: small matrices (up to about 32 x 32), so those go 4,096 at a time ...
+SVD_BATCH = 4096
+#: ... and larger ones in proportionally smaller batches: at most this many entries per call.
+SVD_BATCH_ELEMS = SVD_BATCH * 32 * 32
+#: Memory of :func:`socm_pairs`'s results per pair: ``i, j, d_mu, d_sigma, socm`` (40 bytes), the
+#: ``(P, 2)`` index pairs (16) and the temporaries of building them (about 24).
+BYTES_PER_PAIR = 80
 
 
 @dataclass(frozen=True)
@@ -147,22 +172,32 @@ def _prepare(clouds, normalize: bool, tolerance: float, device, dtype):
     return torch.stack(means).numpy(), np.array(traces), buckets
 
 
-def _matmul_t(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-    """``left @ right^T`` over the last two axes; on the CPU through numpy, whose BLAS is faster here."""
-    if left.device.type == "cpu":
-        return torch.from_numpy(np.matmul(left.numpy(), np.swapaxes(right.numpy(), -1, -2)))
-    return left @ right.mT
+def _matmul_t(left: torch.Tensor, right: torch.Tensor, use_torch: bool) -> torch.Tensor:
+    """``left @ right^T`` over the last two axes: torch's matmul on the torch path, else numpy (faster BLAS here)."""
+    if use_torch:
+        return left @ right.mT
+    return torch.from_numpy(np.matmul(left.numpy(), np.swapaxes(right.numpy(), -1, -2)))
 
 
-def _nuclear_norms(G: torch.Tensor) -> np.ndarray:
+def _svd_batch(p: int, q: int) -> int:
+    """How many ``p x q`` matrices go to one batched SVD call on the torch path (see :data:`SVD_BATCH`)."""
+    return max(1, min(SVD_BATCH, SVD_BATCH_ELEMS // (p * q)))
+
+
+def _nuclear_norms(G: torch.Tensor, use_torch: bool) -> np.ndarray:
     """Sum of singular values of each ``p x q`` matrix in the batch ``G`` (shape ``(..., p, q)``), as float64 numpy.
 
-    On the CPU, numpy's LAPACK ``gesdd`` takes the batch as it is (a strided view: no copy is made
-    here); on a GPU, one batched ``torch.linalg.svdvals`` call.
+    The numpy path hands the batch to LAPACK's ``gesdd`` as it is (a strided view: no copy is made
+    here). The torch path calls ``torch.linalg.svdvals`` on at most :func:`_svd_batch` matrices at a time.
     """
-    if G.device.type == "cpu":
+    if not use_torch:
         return np.linalg.svd(G.numpy(), compute_uv=False).sum(axis=-1).astype(np.float64)
-    return torch.linalg.svdvals(G).sum(dim=-1).to("cpu", torch.float64).numpy()
+    batch, (p, q) = G.shape[:-2], G.shape[-2:]
+    flat = G.reshape(-1, p, q)
+    step = _svd_batch(p, q)
+    parts = [torch.linalg.svdvals(flat[k : k + step]).sum(dim=-1) for k in range(0, flat.shape[0], step)]
+    sums = torch.cat(parts) if parts else flat.new_zeros(0)
+    return sums.to("cpu", torch.float64).numpy().reshape(batch)
 
 
 def _mean_distances(ma: np.ndarray, mb: np.ndarray) -> np.ndarray:
@@ -192,8 +227,8 @@ def _pair_position(i: np.ndarray, j: np.ndarray, n_texts: int) -> np.ndarray:
     return lo * n_texts - lo * (lo + 1) // 2 + hi - lo - 1
 
 
-def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.ndarray):
-    """Texts ``r0 : r0 + rows`` of bucket ``Ba`` against the texts of ``Bb``: positions, nuclear norms, ``d_mu``.
+def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.ndarray, use_torch: bool):
+    """Texts ``r0 : r0 + rows`` of bucket ``Ba`` against the texts of ``Bb``: ``(positions, i, j, nuclear norms, d_mu)`` of their pairs.
 
     One matrix product gives every cross-Gram at once; viewed as ``(rows, texts_b, La, Lb)`` it goes
     to the SVD. Within one bucket (``Ba is Bb``) only slots ``r < q`` are pairs, so the product
@@ -203,17 +238,23 @@ def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.n
     left, right = Ba.A[r0 : r0 + rows], Bb.A[first:]
     ca, La, d = left.shape
     nb, Lb, _ = right.shape
-    G = _matmul_t(left.reshape(ca * La, d), right.reshape(nb * Lb, d)).reshape(ca, La, nb, Lb).transpose(1, 2)
+    G = _matmul_t(left.reshape(ca * La, d), right.reshape(nb * Lb, d), use_torch)
+    G = G.reshape(ca, La, nb, Lb).transpose(1, 2)
     mine, theirs = Ba.members[r0 : r0 + ca], Bb.members[first:]
     d_mu = _mean_distance_grid(means[mine], means[theirs])
     if Ba is Bb:
         r, q = np.nonzero(np.arange(ca)[:, None] < np.arange(nb)[None, :])
-        return _pair_position(mine[r], theirs[q], len(means)), _nuclear_norms(G[r, q]), d_mu[r, q]
-    gi, gj = np.repeat(mine, nb), np.tile(theirs, ca)
-    return _pair_position(gi, gj, len(means)), _nuclear_norms(G).reshape(-1), d_mu.reshape(-1)
+        gi, gj = mine[r], theirs[q]
+        slots = torch.from_numpy(r).to(G.device), torch.from_numpy(q).to(G.device)
+        nuclear, d_mu = _nuclear_norms(G[slots], use_torch), d_mu[r, q]
+    else:
+        gi, gj = np.repeat(mine, nb), np.tile(theirs, ca)
+        nuclear, d_mu = _nuclear_norms(G, use_torch).reshape(-1), d_mu.reshape(-1)
+    i, j = np.minimum(gi, gj), np.maximum(gi, gj)  # each pair as in all_pairs: i < j
+    return _pair_position(i, j, len(means)), i, j, nuclear, d_mu
 
 
-def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int) -> list:
+def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int, use_torch: bool) -> list:
     """Every pair ``i < j`` as blocks of :func:`_bucket_pair_block`, each with at most ~``block_elems`` cross-Gram entries."""
     blocks = []
     for a, Ba in enumerate(buckets):
@@ -224,22 +265,24 @@ def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int
             for r0 in range(0, na, rows):
                 partners = nb - r0 if Ba is Bb else nb
                 cost = min(rows, na - r0) * partners * La * Lb * (d + min(La, Lb))  # GEMM + SVD flops, roughly
-                blocks.append((cost, partial(_bucket_pair_block, Ba, Bb, r0, rows, means)))
+                blocks.append((cost, partial(_bucket_pair_block, Ba, Bb, r0, rows, means, use_torch)))
     return blocks
 
 
-def _listed_pair_block(Ba: _Bucket, Bb: _Bucket, positions, pairs, slot_of, means):
-    """Pairs ``pairs[positions]`` (texts of ``Ba`` with texts of ``Bb``): positions, nuclear norms, ``d_mu``.
+def _listed_pair_block(Ba: _Bucket, Bb: _Bucket, positions, pairs, slot_of, means, use_torch: bool):
+    """Pairs ``pairs[positions]`` (texts of ``Ba`` with texts of ``Bb``): ``(positions, i, j, nuclear norms, d_mu)``.
 
     One batched product of the pairs' factors, then the SVDs; ``slot_of`` maps a text to its row in its bucket.
     """
     gi, gj = pairs[positions, 0], pairs[positions, 1]
     left = Ba.A[torch.from_numpy(slot_of[gi]).to(Ba.A.device)]
     right = Bb.A[torch.from_numpy(slot_of[gj]).to(Bb.A.device)]
-    return positions, _nuclear_norms(_matmul_t(left, right)), _mean_distances(means[gi], means[gj])
+    nuclear = _nuclear_norms(_matmul_t(left, right, use_torch), use_torch)
+    return positions, gi, gj, nuclear, _mean_distances(means[gi], means[gj])
 
 
-def _listed_pair_blocks(buckets: list[_Bucket], means: np.ndarray, pairs: np.ndarray, block_elems: int) -> list:
+def _listed_pair_blocks(buckets: list[_Bucket], means: np.ndarray, pairs: np.ndarray, block_elems: int,
+                        use_torch: bool) -> list:
     """The given pairs as blocks of :func:`_listed_pair_block`, grouped by bucket pair so padding stays small."""
     bucket_of = np.empty(len(means), dtype=np.int64)
     slot_of = np.empty(len(means), dtype=np.int64)
@@ -258,34 +301,96 @@ def _listed_pair_blocks(buckets: list[_Bucket], means: np.ndarray, pairs: np.nda
         for k0 in range(0, len(group), step):
             idx = group[k0 : k0 + step]
             cost = len(idx) * La * Lb * (d + min(La, Lb))
-            block = partial(_listed_pair_block, Ba, Bb, idx, pairs, slot_of, means)
+            block = partial(_listed_pair_block, Ba, Bb, idx, pairs, slot_of, means, use_torch)
             blocks.append((cost, block))
     return blocks
 
 
-def _run_blocks(blocks: list, n_pairs: int, device: torch.device, bar) -> tuple[np.ndarray, np.ndarray]:
-    """Evaluate ``(cost, block)`` work items; each returns ``(positions, nuclear norms, d_mu)`` of its pairs.
+@contextlib.contextmanager
+def _full_precision_matmul():
+    """Float32 products at full float32 precision while the engine runs (restored afterwards).
 
-    On the CPU the blocks run in one thread per core (``torch.get_num_threads()``), largest first,
-    each with a single-threaded BLAS: numpy's matrix products and LAPACK calls release the GIL, so
-    while one core multiplies, another takes SVDs, and no core waits for a shared step to finish.
-    On a GPU the blocks run one after another, each as one batched call.
+    ``torch.backends.cuda.matmul.allow_tf32 = True`` (or ``set_float32_matmul_precision("high")``)
+    lets a GPU multiply float32 matrices with 10-bit mantissas (TF32), about 1e-3 relative error,
+    silently. Float64 products never use TF32; float32 ones do not while this context is active.
     """
-    nuclear, d_mu = np.empty(n_pairs), np.empty(n_pairs)
+    tf32, precision = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.set_float32_matmul_precision(precision)
 
-    def fill(block) -> int:
-        positions, block_nuclear, block_d_mu = block()
-        nuclear[positions], d_mu[positions] = block_nuclear, block_d_mu
+
+@dataclass
+class _Engine:
+    """Prepared clouds (:func:`_prepare`) and how to run their blocks."""
+
+    means: np.ndarray  # (N, d) normalised means, float64
+    traces: np.ndarray  # (N,) tr Sigma, float64
+    buckets: list[_Bucket]
+    device: torch.device
+    use_torch: bool  # the batched-torch path (every GPU run; on the CPU when backend="torch")
+
+    @property
+    def threads(self) -> int:
+        """Worker threads: one per core on the numpy path, one (blocks in turn, batched calls) on the torch path."""
+        return 1 if self.use_torch else torch.get_num_threads()
+
+
+def _engine(clouds, *, normalize: bool, device, dtype, backend: str, bucket_tolerance: float) -> _Engine:
+    """Validate the engine's options, then prepare the clouds."""
+    device = as_device(device)
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}.")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}: 'auto' takes "
+                         "numpy on the CPU and torch on a GPU.")
+    if backend == "numpy" and device.type != "cpu":
+        raise ValueError(f"backend='numpy' runs on the CPU only, but device is {str(device)!r}; "
+                         "use backend='auto' or 'torch' there.")
+    use_torch = backend == "torch" or device.type != "cpu"
+    means, traces, buckets = _prepare(clouds, normalize, bucket_tolerance, device, dtype)
+    return _Engine(means, traces, buckets, device, use_torch)
+
+
+def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, consume, bar) -> None:
+    """Compute every pair (``pairs=None``: all ``i < j``) block by block and hand each block to ``consume``.
+
+    ``consume(positions, i, j, d_mu, d_sigma, socm)`` receives one block's pairs (``positions`` index
+    them in ``pairs``, or in the order of :func:`all_pairs`); calls never overlap, and nothing of a
+    block is kept once it returns, so memory is bounded by the block size, not by the number of pairs.
+
+    On the numpy path the blocks run in one thread per core, largest first, each with a
+    single-threaded BLAS: numpy's matrix products and LAPACK calls release the GIL, so while one core
+    multiplies, another takes SVDs, and no core waits for a shared step to finish. On the torch path
+    (every GPU run) the blocks run one after another, each as batched calls.
+    """
+    if pairs is None:
+        blocks = _all_pair_blocks(engine.buckets, engine.means, block_elems, engine.use_torch)
+    else:
+        blocks = _listed_pair_blocks(engine.buckets, engine.means, pairs, block_elems, engine.use_torch)
+    blocks = [block for _, block in sorted(blocks, key=lambda item: -item[0])]
+    lock = threading.Lock()
+    traces = engine.traces
+
+    def run(block) -> int:
+        positions, i, j, nuclear, d_mu = block()
+        d_sigma = np.maximum(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
+        with lock:
+            consume(positions, i, j, d_mu, d_sigma, (1.0 - d_mu) * d_sigma)
         return len(positions)
 
-    blocks = [block for _, block in sorted(blocks, key=lambda item: -item[0])]
-    threads = min(torch.get_num_threads(), len(blocks))
-    if device.type != "cpu" or threads <= 1:
-        for block in blocks:
-            bar.update(fill(block))
-        return nuclear, d_mu
+    threads = min(engine.threads, len(blocks))
+    if threads <= 1:
+        with _full_precision_matmul():
+            for block in blocks:
+                bar.update(run(block))
+        return
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(fill, block) for block in blocks]
+        futures = [pool.submit(run, block) for block in blocks]
         try:
             for done in as_completed(futures):
                 bar.update(done.result())
@@ -293,13 +398,55 @@ def _run_blocks(blocks: list, n_pairs: int, device: torch.device, bar) -> tuple[
             for f in futures:
                 f.cancel()
             raise
-    return nuclear, d_mu
 
 
 def all_pairs(n_texts: int) -> np.ndarray:
     """Every pair ``(i, j)`` with ``i < j`` in lexicographic order, shape ``(n(n-1)/2, 2)``."""
     i, j = np.triu_indices(n_texts, k=1)
     return np.stack([i, j], axis=1)
+
+
+class InsufficientMemoryError(MemoryError, ValueError):
+    """The per-pair results would not fit in the memory this machine has free (see :func:`socm_pairs`)."""
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation: ``MemAvailable`` of ``/proc/meminfo``, else the free
+    physical pages (``os.sysconf``); ``None`` where neither can be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:
+    """Bytes :func:`socm_pairs` allocates beyond the prepared clouds: :data:`BYTES_PER_PAIR` per pair plus
+    each worker's block buffers (cross-Grams, their SVD copies and the factors: about four times
+    ``block_elems`` entries)."""
+    itemsize = engine.buckets[0].A.element_size()
+    return n_pairs * BYTES_PER_PAIR + engine.threads * 4 * block_elems * max(itemsize, 8)
+
+
+def _check_memory(n_pairs: int, engine: _Engine, block_elems: int) -> None:
+    need, free = memory_estimate(n_pairs, engine, block_elems), available_memory()
+    if free is None or need <= free:
+        return
+    prepared = sum(B.A.numel() * B.A.element_size() for B in engine.buckets) + engine.means.nbytes
+    gib = 2.0**30
+    raise InsufficientMemoryError(
+        f"socm_pairs would need about {need / gib:.1f} GiB for {n_pairs:,} pairs ({BYTES_PER_PAIR} bytes a pair "
+        f"for the per-pair results, plus block buffers; the prepared clouds already hold {prepared / gib:.2f} GiB), "
+        f"but only {free / gib:.1f} GiB is available. Use socm_lib.socm_summary (means, median, histograms and the "
+        "most/least collapsed pairs in memory bounded by the block size), or pass a sample of pairs "
+        "(pairs=(P, 2) array) to socm_pairs."
+    )
 
 
 def socm_pairs(
@@ -309,6 +456,7 @@ def socm_pairs(
     normalize: bool = True,
     device=None,
     dtype: torch.dtype = torch.float64,
+    backend: str = "auto",
     bucket_tolerance: float = 0.05,
     block_elems: int = 1 << 22,
     progress: bool | None = None,
@@ -324,43 +472,51 @@ def socm_pairs(
     normalize
         Divide each cloud by the norm of its mean first (the paper's convention).
     device
-        ``"cpu"``, ``"cuda"``, a ``torch.device``, or ``None`` for the GPU when one is present.
+        ``"cpu"``, ``"cuda"``, a ``torch.device``, or ``None`` for the GPU when one is present
+        (checked up front by :func:`socm_lib.checks.as_device`).
     dtype
-        Precision of the cross-Gram products and singular values (float64 by default; float32 is
-        faster and good to about 1e-6).
+        Precision of the cross-Gram products and singular values. float64 (the default) is exact
+        to round-off on every device; float32 is faster, on a GPU much faster, and good to about
+        1e-6. TF32 is switched off while the engine runs, so float32 products stay float32.
+    backend
+        ``"auto"`` (numpy on the CPU, torch on a GPU), ``"numpy"`` (CPU only) or ``"torch"``: the
+        batched-torch path a GPU takes (torch matmul, batched ``torch.linalg.svdvals``, blocks one
+        after another), on any device; on the CPU it serves to test that path.
     bucket_tolerance
         Texts whose lengths differ by at most this fraction share a padded bucket.
     block_elems
-        Largest number of cross-Gram entries held at once (bounds memory).
+        Largest number of cross-Gram entries held at once per worker (bounds the working memory).
     progress
         Show a progress bar on stderr; ``None`` shows one for more than 20,000 pairs.
 
-    On the CPU the work runs in ``torch.get_num_threads()`` threads (``torch.set_num_threads`` changes it).
+    On the CPU the numpy path runs in ``torch.get_num_threads()`` threads (``torch.set_num_threads``
+    changes it). The results take about :data:`BYTES_PER_PAIR` bytes a pair (16 GB for all pairs of
+    20,000 texts); when :func:`memory_estimate` exceeds :func:`available_memory` the call raises
+    :class:`InsufficientMemoryError` before allocating, and :func:`socm_lib.socm_summary` is the way.
 
     A one-token cloud has :math:`\Sigma = 0`; then :math:`d_\Sigma = \operatorname{tr}\Sigma_2/4`,
     the other text's spread alone. :math:`d_\Sigma` is clamped at 0 against round-off below zero.
     """
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
-    if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}.")
-    means, traces, buckets = _prepare(clouds, normalize, bucket_tolerance, device, dtype)
-    n = len(means)
+    engine = _engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
+                     bucket_tolerance=bucket_tolerance)
+    n = len(engine.means)
     listed = pairs is not None
-    pairs = as_pairs(pairs, n) if listed else all_pairs(n)
-    if len(pairs) == 0:
-        raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
-    show = len(pairs) > 20_000 if progress is None else progress
     if listed:
-        blocks = _listed_pair_blocks(buckets, means, pairs, block_elems)
-    else:
-        blocks = _all_pair_blocks(buckets, means, block_elems)
-    with tqdm(total=len(pairs), disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
-        nuclear, d_mu = _run_blocks(blocks, len(pairs), device, bar)
-    i, j = pairs[:, 0], pairs[:, 1]
-    d_sigma = np.maximum(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
-    return PairResult(i=i.copy(), j=j.copy(), d_mu=d_mu, d_sigma=d_sigma, socm=(1.0 - d_mu) * d_sigma)
+        pairs = as_pairs(pairs, n)
+    n_pairs = len(pairs) if listed else n * (n - 1) // 2
+    if n_pairs == 0:
+        raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
+    _check_memory(n_pairs, engine, block_elems)
+    d_mu, d_sigma, socm_ = np.empty(n_pairs), np.empty(n_pairs), np.empty(n_pairs)
+
+    def fill(positions, i, j, block_d_mu, block_d_sigma, block_socm):
+        d_mu[positions], d_sigma[positions], socm_[positions] = block_d_mu, block_d_sigma, block_socm
+
+    show = n_pairs > 20_000 if progress is None else progress
+    with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
+        _run_blocks(engine, pairs if listed else None, block_elems, fill, bar)
+    pairs = pairs if listed else all_pairs(n)
+    return PairResult(i=pairs[:, 0].copy(), j=pairs[:, 1].copy(), d_mu=d_mu, d_sigma=d_sigma, socm=socm_)
 
 
 def socm(X1, X2, *, normalize: bool = True) -> SOCMResult:

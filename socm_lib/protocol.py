@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import as_device, as_texts
 from .data import sample_texts
 from .extract import token_embeddings
 from .pairs import PairResult, socm_pairs
@@ -25,6 +26,7 @@ class Measurement:
 def measure(encoder, texts, pairs=None, *, layer: int = -1, special_tokens: bool = True, batch_size: int = 64,
             device=None, progress=None) -> Measurement:
     """Token embeddings of ``texts`` (one layer), their concentration ratios, and SOCM for ``pairs`` (default: all)."""
+    texts, device = as_texts(texts), as_device(device)
     clouds = token_embeddings(encoder, texts, layer=layer, special_tokens=special_tokens, batch_size=batch_size,
                               progress=progress)
     result = socm_pairs(clouds, pairs, device=device, progress=progress)
@@ -34,4 +36,4 @@ def measure(encoder, texts, pairs=None, *, layer: int = -1, special_tokens: bool
 
 def paper_protocol(encoder, texts, *, n_texts: int = 1000, seed: int = 0, **kwargs) -> Measurement:
     """The paper's protocol: sample ``n_texts`` texts with ``seed`` and measure all C(n, 2) pairs."""
-    return measure(encoder, sample_texts(texts, n_texts, seed), **kwargs)
+    return measure(encoder, sample_texts(as_texts(texts), n_texts, seed), **kwargs)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checks import as_device, as_texts
 from ..data import corpus, labelled_pairs, read_stsb, sample_texts, shared_data_dir
 from ..encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
 from ..extract import token_embeddings
@@ -197,7 +198,7 @@ def compare(encoder_a, encoder_b, texts, *, device=None) -> Comparison:
     (or ``ValueError``) when an encoder cannot be loaded; the exception's ``encoder_name`` attribute names it
     (see :func:`unavailable_message`).
     """
-    texts = list(texts)
+    texts, device = as_texts(texts), as_device(device)
     if len(texts) < 2:
         raise ValueError(f"compare needs at least two texts to form a pair, got {len(texts)}.")
     names, clouds, results = [], [], []

@@ -1,0 +1,267 @@
+r"""SOCM over more pairs than memory holds: a streamed summary (book, Chapter 6).
+
+All pairs of :math:`N` texts are :math:`N(N-1)/2` pairs; :func:`socm_lib.socm_pairs` keeps about 80
+bytes of each (16 GB at :math:`N = 20{,}000`). :func:`socm_summary` runs the same engine
+(:func:`socm_lib.pairs._run_blocks`) but folds every block into running figures and drops it:
+
+* exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (running float64 sums), and
+  the share of pairs with :math:`d_\Sigma > 1`;
+* the median of SOCM: exact while the pairs number at most ``exact_median_limit`` (their SOCM
+  values are kept, 8 bytes a pair), beyond that from a histogram of :data:`MEDIAN_BINS` bins, with
+  its error bound (half a bin width) stated next to it;
+* histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over ranges known before the first pair:
+  with :math:`r` the largest norm of a (normalised) mean and :math:`t` the largest
+  :math:`\operatorname{tr}\Sigma`, :math:`d_\mu \le r^2` and
+  :math:`0 \le d_\Sigma \le (\operatorname{tr}\Sigma_i + \operatorname{tr}\Sigma_j)/4 \le t/2`;
+* the ``top_k`` most and least collapsed pairs (ties broken by pair position, like a stable sort).
+
+Memory is bounded by the block size and these fixed-size tallies, not by the number of pairs.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .checks import as_pairs
+from .pairs import PairResult, _engine, _run_blocks
+
+#: Bins of the histograms returned by :func:`socm_summary` (one per quantity).
+DEFAULT_BINS = 200
+#: Bins of the histogram the median is read from when the values are not all kept.
+MEDIAN_BINS = 1 << 20
+#: Up to this many pairs the SOCM values are kept (8 bytes each) and the median is exact.
+EXACT_MEDIAN_LIMIT = 1_000_000
+#: Pairs per chunk when the pairs are also handed out in order (``on_pairs``).
+CHUNK_PAIRS = 1 << 20
+
+_FIELDS = ("d_mu", "d_sigma", "socm")
+
+
+@dataclass
+class Histogram:
+    """Counts of values in ``len(edges) - 1`` bins: ``[edges[k], edges[k+1])``, the last bin closed."""
+
+    edges: np.ndarray
+    counts: np.ndarray
+
+
+@dataclass
+class PairSummary:
+    """What :func:`socm_summary` measured; :meth:`summary` has the keys of :meth:`PairResult.summary`."""
+
+    pairs: int
+    mean_socm: float
+    median_socm: float
+    median_socm_error: float  # bound on |median_socm - exact median|; 0.0 when exact
+    mean_d_mu: float
+    mean_d_sigma: float
+    share_d_sigma_above_1: float
+    histograms: dict[str, Histogram] = field(repr=False)  # keys "d_mu", "d_sigma", "socm"
+    most_collapsed: PairResult = field(repr=False)  # highest SOCM first
+    least_collapsed: PairResult = field(repr=False)  # lowest SOCM first
+
+    def summary(self) -> dict[str, float]:
+        """The figures of :meth:`socm_lib.PairResult.summary`, same keys and order."""
+        return {
+            "pairs": float(self.pairs),
+            "mean_socm": self.mean_socm,
+            "median_socm": self.median_socm,
+            "mean_d_mu": self.mean_d_mu,
+            "mean_d_sigma": self.mean_d_sigma,
+            "share_d_sigma_above_1": self.share_d_sigma_above_1,
+        }
+
+
+def _bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Bin of each value, as :func:`numpy.histogram` counts them (values past either end go to the end bins)."""
+    return np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
+
+
+def _edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    hi = hi + 1e-9 * max(abs(hi), abs(lo)) if hi > lo else lo + 1.0  # round-off margin; a point range gets width 1
+    return np.linspace(lo, hi, bins + 1)
+
+
+class _Tally:
+    """Running sums, histograms, median and top-k lists of the pairs handed to :meth:`add`."""
+
+    def __init__(self, ranges: dict, bins: int, top_k: int, exact_median_limit: int):
+        self.n, self.above = 0, 0
+        self.sums = dict.fromkeys(_FIELDS, 0.0)
+        self.edges = {k: _edges(*ranges[k], bins) for k in _FIELDS}
+        self.counts = {k: np.zeros(bins, dtype=np.int64) for k in _FIELDS}
+        self.fine_edges = _edges(*ranges["socm"], MEDIAN_BINS)
+        self.fine = np.zeros(MEDIAN_BINS, dtype=np.int64)
+        self.values: list | None = []
+        self.exact_median_limit = exact_median_limit
+        self.top_k = top_k
+        empty = {"position": np.zeros(0, np.int64), "i": np.zeros(0, np.int64), "j": np.zeros(0, np.int64),
+                 **{k: np.zeros(0) for k in _FIELDS}}
+        self.most, self.least = dict(empty), dict(empty)
+
+    def add(self, positions, i, j, d_mu, d_sigma, socm) -> None:
+        block = {"position": np.asarray(positions, np.int64), "i": i, "j": j, "d_mu": d_mu, "d_sigma": d_sigma,
+                 "socm": socm}
+        self.n += len(socm)
+        self.above += int(np.count_nonzero(d_sigma > 1.0))
+        for k in _FIELDS:
+            self.sums[k] += float(np.sum(block[k], dtype=np.float64))
+            self.counts[k] += np.bincount(_bin_index(self.edges[k], block[k]), minlength=len(self.counts[k]))
+        np.add.at(self.fine, _bin_index(self.fine_edges, socm), 1)  # a block has far fewer pairs than bins
+        if self.values is not None:
+            if self.n <= self.exact_median_limit:
+                self.values.append(np.array(socm))
+            else:
+                self.values = None  # too many to keep: the median comes from the fine histogram
+        if self.top_k:
+            self.most = self._keep(self.most, block, largest=True)
+            self.least = self._keep(self.least, block, largest=False)
+
+    def _keep(self, kept: dict, block: dict, largest: bool) -> dict:
+        """The ``top_k`` pairs of ``kept`` and ``block`` by SOCM (descending if ``largest``), ties by position."""
+        both = {k: np.concatenate([kept[k], block[k]]) for k in kept}
+        key = -both["socm"] if largest else both["socm"]
+        candidates = np.arange(len(key))
+        if len(key) > self.top_k:
+            kth = np.partition(key, self.top_k - 1)[self.top_k - 1]
+            candidates = np.flatnonzero(key <= kth)
+        chosen = candidates[np.lexsort((both["position"][candidates], key[candidates]))][: self.top_k]
+        return {k: v[chosen] for k, v in both.items()}
+
+    def _median(self) -> tuple[float, float]:
+        if self.values is not None:
+            return float(np.median(np.concatenate(self.values))), 0.0
+        # np.median's order statistics (n-1)//2 and n//2 (0-based), each placed at the centre of its bin
+        cum = np.cumsum(self.fine)
+        lo, hi = np.searchsorted(cum, [(self.n - 1) // 2, self.n // 2], side="right")
+        centres = (self.fine_edges[:-1] + self.fine_edges[1:]) / 2
+        return float((centres[lo] + centres[hi]) / 2), float((self.fine_edges[1] - self.fine_edges[0]) / 2)
+
+    def result(self) -> PairSummary:
+        median, error = self._median()
+
+        def pairs_of(kept):
+            return PairResult(i=kept["i"], j=kept["j"], d_mu=kept["d_mu"], d_sigma=kept["d_sigma"], socm=kept["socm"])
+
+        return PairSummary(
+            pairs=self.n,
+            mean_socm=self.sums["socm"] / self.n,
+            median_socm=median,
+            median_socm_error=error,
+            mean_d_mu=self.sums["d_mu"] / self.n,
+            mean_d_sigma=self.sums["d_sigma"] / self.n,
+            share_d_sigma_above_1=self.above / self.n,
+            histograms={k: Histogram(self.edges[k], self.counts[k]) for k in _FIELDS},
+            most_collapsed=pairs_of(self.most),
+            least_collapsed=pairs_of(self.least),
+        )
+
+
+def _ranges(means: np.ndarray, traces: np.ndarray) -> dict:
+    r"""Bounds of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over every pair, from the prepared clouds alone."""
+    r2 = float(np.max(np.einsum("nk,nk->n", means, means)))
+    d_sigma_hi = float(np.max(traces)) / 2
+    socm_lo = min(0.0, (1.0 - r2) * d_sigma_hi)  # negative only without normalisation (d_mu > 1 possible)
+    return {"d_mu": (0.0, r2), "d_sigma": (0.0, d_sigma_hi), "socm": (socm_lo, d_sigma_hi)}
+
+
+def _chunks_in_order(n: int, pairs: np.ndarray | None, size: int):
+    """``(start, (P, 2) pairs)`` chunks of ``pairs`` (``None``: all ``i < j`` in lexicographic order, generated
+    row by row, never all at once), about ``size`` pairs each."""
+    if pairs is not None:
+        for k in range(0, len(pairs), size):
+            yield k, pairs[k : k + size]
+        return
+    start, row = 0, 0
+    while row < n - 1:
+        end, count = row, 0
+        while end < n - 1 and (count == 0 or count + n - 1 - end <= size):
+            count += n - 1 - end
+            end += 1
+        rows = np.arange(row, end)
+        lengths = n - 1 - rows
+        i = np.repeat(rows, lengths)
+        j = i + 1 + np.arange(count) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        yield start, np.stack([i, j], axis=1)
+        start, row = start + count, end
+
+
+def socm_summary(
+    clouds,
+    pairs=None,
+    *,
+    bins: int = DEFAULT_BINS,
+    top_k: int = 10,
+    normalize: bool = True,
+    device=None,
+    dtype: torch.dtype = torch.float64,
+    backend: str = "auto",
+    bucket_tolerance: float = 0.05,
+    block_elems: int = 1 << 22,
+    progress: bool | None = None,
+    exact_median_limit: int = EXACT_MEDIAN_LIMIT,
+    on_pairs=None,
+    chunk_pairs: int = CHUNK_PAIRS,
+) -> PairSummary:
+    r"""The figures of ``socm_pairs(clouds, pairs).summary()``, histograms and extreme pairs, in bounded memory.
+
+    Parameters
+    ----------
+    clouds, pairs, normalize, device, dtype, backend, bucket_tolerance, block_elems, progress
+        As for :func:`socm_lib.socm_pairs`; the pairs are computed by the same engine.
+    bins
+        Bins of each histogram (:math:`d_\mu`, :math:`d_\Sigma`, SOCM), over ranges fixed before the
+        first pair (module docstring).
+    top_k
+        How many of the most and of the least collapsed pairs to keep.
+    exact_median_limit
+        Up to this many pairs the median is exact (``median_socm_error == 0``); beyond, it is read
+        from a histogram of :data:`MEDIAN_BINS` bins and ``median_socm_error`` is half a bin width.
+    on_pairs
+        ``None``, or a function called as ``on_pairs(start, chunk)`` with consecutive
+        :class:`~socm_lib.PairResult` chunks of about ``chunk_pairs`` pairs, in pair order
+        (``start`` is the chunk's first position); for writing every pair out without holding them all.
+
+    Returns
+    -------
+    PairSummary
+        ``pairs, mean_socm, median_socm, median_socm_error, mean_d_mu, mean_d_sigma,
+        share_d_sigma_above_1``, ``histograms`` and ``most_collapsed`` / ``least_collapsed``
+        (:class:`~socm_lib.PairResult`, SOCM descending / ascending). ``.summary()`` gives the dict of
+        :meth:`socm_lib.PairResult.summary`.
+    """
+    for name, value, least in (("bins", bins, 1), ("top_k", top_k, 0), ("exact_median_limit", exact_median_limit, 0),
+                               ("chunk_pairs", chunk_pairs, 1), ("block_elems", block_elems, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
+    if on_pairs is not None and not callable(on_pairs):
+        raise TypeError(f"on_pairs must be a function on_pairs(start, chunk) or None, got {type(on_pairs).__name__}.")
+    engine = _engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
+                     bucket_tolerance=bucket_tolerance)
+    n = len(engine.means)
+    pairs = as_pairs(pairs, n) if pairs is not None else None
+    n_pairs = len(pairs) if pairs is not None else n * (n - 1) // 2
+    if n_pairs == 0:
+        raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
+    tally = _Tally(_ranges(engine.means, engine.traces), bins, top_k, exact_median_limit)
+    show = n_pairs > 20_000 if progress is None else progress
+    with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
+        if on_pairs is None:
+            _run_blocks(engine, pairs, block_elems, tally.add, bar)
+        else:
+            for start, chunk in _chunks_in_order(n, pairs, chunk_pairs):
+                out = {k: np.empty(len(chunk)) for k in _FIELDS}
+
+                def fill(positions, i, j, d_mu, d_sigma, socm):
+                    out["d_mu"][positions], out["d_sigma"][positions], out["socm"][positions] = d_mu, d_sigma, socm
+
+                _run_blocks(engine, chunk, block_elems, fill, bar)
+                result = PairResult(i=chunk[:, 0].copy(), j=chunk[:, 1].copy(), **out)
+                on_pairs(start, result)
+                tally.add(start + np.arange(len(chunk)), result.i, result.j, result.d_mu, result.d_sigma, result.socm)
+    return tally.result()
