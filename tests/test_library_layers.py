@@ -10,7 +10,7 @@ import pytest
 from socm_lib import paper
 
 PACKAGE = Path(__file__).resolve().parent.parent / "socm_lib"
-CORE = ("checks", "stats", "bures", "pairs", "paper")
+CORE = ("checks", "stats", "bures", "pairs", "summary", "paper")
 LOWER = CORE + ("encoders", "extract", "data", "protocol", "layers", "downstream")
 
 
