@@ -1,0 +1,81 @@
+"""The labs: every notebook ends with a "Your turn" section whose checked tasks accept the official solution.
+
+Structure: a ``## Your turn`` heading, then 2-4 tasks (``### Task k``), each with a task cell (tag ``task``) and a
+solution cell (tags ``solution`` and ``hide-input``); tasks with a definite answer have a check cell calling
+``check("nbXX.k", answer)``. The committed output of each check cell says the official solution is right (nbval
+re-executes the notebooks and compares that output). For every registered task, a typical wrong answer is judged
+wrong, a malformed one malformed, and no verdict ever shows the expected value.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from notebook_cells import NOTEBOOKS, ids, read, tags
+from socm_lib import course
+
+CHECK = re.compile(r'check\("(nb\d\d\.\d+)",\s*answer\)')
+MALFORMED = {"number": "forty-two", "integer": 2.5, "array": "not an array", "choice": "none of these", "set": 42}
+
+
+def lab_cells(nb):
+    """The cells after the ``## Your turn`` heading."""
+    start = next((k for k, c in enumerate(nb.cells)
+                  if c.cell_type == "markdown" and re.search(r"^## Your turn", c.source, re.M)), None)
+    assert start is not None, "no '## Your turn' section"
+    return nb.cells[start:]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids())
+def test_your_turn_structure(path):
+    cells = lab_cells(read(path))
+    n_tasks = sum(len(re.findall(r"^### Task", c.source, re.M)) for c in cells if c.cell_type == "markdown")
+    assert 2 <= n_tasks <= 4, f"{path.name}: {n_tasks} tasks; a lab has 2 to 4"
+    task_cells = [c for c in cells if "task" in tags(c)]
+    solutions = [c for c in cells if "solution" in tags(c)]
+    assert len(task_cells) == n_tasks and len(solutions) == n_tasks, (
+        f"{path.name}: {n_tasks} tasks, {len(task_cells)} task cells, {len(solutions)} solution cells")
+    assert all("hide-input" in tags(c) for c in solutions), "solution cells must be hidden behind a toggle"
+    assert all(c.cell_type == "code" for c in task_cells + solutions)
+    checked = [m for c in cells if c.cell_type == "code" for m in CHECK.findall(c.source)]
+    assert checked, f"{path.name}: no task is checked by socm_lib.course.check"
+    assert all(t.startswith(path.stem[:4] + ".") for t in checked), f"{path.name}: task ids must start with its name"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids())
+def test_committed_checks_accept_the_official_solutions(path):
+    for cell in lab_cells(read(path)):
+        for task_id in CHECK.findall(cell.source) if cell.cell_type == "code" else []:
+            shown = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+            assert f"{task_id}: right." in shown, f"{path.name}: check of {task_id} shows {shown!r}"
+
+
+def _tasks():
+    """Every task registered for the notebooks (each notebook's module ``socm_lib/course/nbXX.py``)."""
+    return course.all_tasks([p.stem[:4] for p in NOTEBOOKS])
+
+
+@pytest.mark.parametrize("task", _tasks(), ids=lambda t: t.id)
+def test_task_rejects_wrong_and_malformed_answers(task):
+    assert task.wrong_example is not None, f"{task.id} needs a wrong_example"
+    wrong = course.verdict(task.id, task.wrong_example)
+    assert wrong.status == "wrong", f"{task.id}: the wrong example was judged {wrong.status}"
+    assert course.verdict(task.id, MALFORMED[task.kind]).status == "malformed"
+    expected = course.expected_value(task.id)
+    shown = [wrong.line(), course.verdict(task.id, MALFORMED[task.kind]).line()]
+    if task.kind in ("number", "array"):
+        for x in np.atleast_1d(np.asarray(expected, dtype=float)):
+            for digits in (3, 4, 6):
+                assert f"{x:.{digits}f}" not in " ".join(shown), f"{task.id}: a verdict shows the expected value"
+    elif task.kind in ("choice", "integer"):
+        assert str(expected) not in wrong.message
+
+
+def test_every_check_in_the_notebooks_is_registered():
+    for path in NOTEBOOKS:
+        for cell in read(path).cells:
+            for task_id in CHECK.findall(cell.source) if cell.cell_type == "code" else []:
+                assert course.get_task(task_id).id == task_id
