@@ -10,7 +10,7 @@ from . import Task, register
 
 SAMPLE = 200  # texts of the task sample (19,900 pairs)
 SAMPLE_SEED = 1
-THRESHOLD = 1.9  # concentration threshold of task 3
+THRESHOLD = 1.93  # concentration threshold of task 3 (not a value the formula hits exactly at a whole n)
 
 
 @cache
@@ -60,8 +60,8 @@ register(
                  f"scheme predicts a concentration ratio c above {THRESHOLD}.",
         expected=_first_length_above,
         kind="integer",
-        hint="Solve 2(n - 1)/(n + 2) > 1.9 for n, or evaluate socm_lib.control.predicted_concentration on "
+        hint="Solve 2(n - 1)/(n + 2) > 1.93 for n, or evaluate socm_lib.control.predicted_concentration on "
              "a range of lengths.",
-        wrong_example=58,
+        wrong_example=83,
     ),
 )
