@@ -261,7 +261,9 @@ def test_comparator_colab_path_renders_without_error(monkeypatch, capsys):
     import types
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    colab = types.ModuleType("google.colab")
+    colab.output = types.SimpleNamespace(enable_custom_widget_manager=lambda: None)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
     w = widgets.Comparator(n_texts=10, show_figures=False)  # the "with out: clear_output(wait=True)" form
     before = w.last_pair
     w.pair.value = 3

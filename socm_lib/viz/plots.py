@@ -8,7 +8,8 @@ makes sense, so several plots can share one figure; the Figure returned is then 
   :math:`(d_\mu, d_\Sigma)` plane (Chapters 3 and 4), with measured points on top;
 * :func:`clouds_2d` -- two token clouds in :math:`\mathbb R^2` with their means and 75% covariance ellipses;
 * :func:`pair_projection` -- the construction of Figure 1 of Hara et al. (2026) for two real d-dimensional clouds;
-* :func:`scatter_dmu_dsigma` -- :math:`d_\mu` against :math:`d_\Sigma` for many pairs, coloured by SOCM;
+* :func:`scatter_dmu_dsigma` -- :math:`d_\mu` against :math:`d_\Sigma` for many pairs, coloured by SOCM or by
+  the density of points; :func:`scatter_dmu_dsigma_grid` puts one such panel per encoder side by side;
 * :func:`extreme_pairs_table` -- the most and least collapsed pairs as a table;
 * :func:`dsigma_bound` -- :math:`d_\Sigma` against its upper bound :math:`(c_1 + c_2)/4` for many pairs.
 """
@@ -238,28 +239,40 @@ def subsample_index(n: int, max_points: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=max_points, replace=False))
 
 
-def scatter_dmu_dsigma(result: PairResult, *, title: str | None = None, max_points: int = 20_000, seed: int = 0,
-                       bins: int = 40, figsize=(6.2, 5.6)):
-    r""":math:`d_\mu` against :math:`d_\Sigma` for each pair, coloured by SOCM, with both marginal histograms.
+def point_density(x, y, bins: int = 60) -> np.ndarray:
+    """For each point, the number of points in its cell of a ``bins`` x ``bins`` 2-D histogram over their range."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    counts, xe, ye = np.histogram2d(x, y, bins=bins)
+    ix = np.clip(np.searchsorted(xe, x, side="right") - 1, 0, bins - 1)
+    iy = np.clip(np.searchsorted(ye, y, side="right") - 1, 0, bins - 1)
+    return counts[ix, iy]
 
-    With more than ``max_points`` pairs a random subsample of ``max_points`` (``seed``) is drawn and the
-    figure says so; the histograms use the same points. The dashed line marks :math:`d_\Sigma = 1`.
-    Returns the Figure (scatter, two histograms and a colour bar labelled "SOCM").
-    """
+
+def _scatter_panel(fig, cell, result: PairResult, *, title, max_points, seed, bins, density):
+    """One scatter with its two marginal histograms and colour bar, drawn in the subplot spec ``cell``."""
+    from matplotlib.colors import LogNorm
+
     if not isinstance(result, PairResult):
         raise TypeError(f"result must be a PairResult (from socm_pairs), got {type(result).__name__}.")
     if len(result) == 0:
         raise ValueError("result holds no pairs.")
     idx = subsample_index(len(result), max_points, seed)
     dm, ds, s = (np.asarray(v)[idx] for v in (result.d_mu, result.d_sigma, result.socm))
-    fig = plt.figure(figsize=figsize)
-    grid = fig.add_gridspec(2, 3, width_ratios=(4, 1, 0.25), height_ratios=(1, 4), wspace=0.08, hspace=0.08)
+    grid = cell.subgridspec(2, 3, width_ratios=(4, 1, 0.25), height_ratios=(1, 4), wspace=0.08, hspace=0.08)
     ax = fig.add_subplot(grid[1, 0])
     top = fig.add_subplot(grid[0, 0], sharex=ax)
     right = fig.add_subplot(grid[1, 1], sharey=ax)
     cax = fig.add_subplot(grid[1, 2])
-    pts = ax.scatter(dm, ds, c=s, s=4 if len(idx) > 2000 else 12, cmap="viridis", alpha=0.8, linewidths=0,
-                     rasterized=True)
+    size = 4 if len(idx) > 2000 else 12
+    if density:
+        dens = point_density(dm, ds, bins)
+        order = np.argsort(dens, kind="stable")  # densest points drawn last, on top
+        pts = ax.scatter(dm[order], ds[order], c=dens[order], s=size, cmap="magma", norm=LogNorm(vmin=1),
+                         linewidths=0, rasterized=True)
+        label = f"pairs per cell ({bins}x{bins} grid)"
+    else:
+        pts = ax.scatter(dm, ds, c=s, s=size, cmap="viridis", alpha=0.8, linewidths=0, rasterized=True)
+        label = "SOCM"
     if ds.max() > 1:
         ax.axhline(1.0, color="gray", linestyle="--", linewidth=0.8)
     top.hist(dm, bins=bins, color="tab:blue", alpha=0.8)
@@ -268,12 +281,46 @@ def scatter_dmu_dsigma(result: PairResult, *, title: str | None = None, max_poin
     right.tick_params(labelleft=False)
     top.set_ylabel("pairs")
     right.set_xlabel("pairs")
-    fig.colorbar(pts, cax=cax, label="SOCM")
+    fig.colorbar(pts, cax=cax, label=label)
     ax.set_xlabel(r"$d_\mu$")
     ax.set_ylabel(r"$d_\Sigma$")
     shown = f"{len(idx):,} pairs" if len(idx) == len(result) else (
         f"random subsample of {len(idx):,} of {len(result):,} pairs (seed {seed})")
-    fig.suptitle(f"{title}\n{shown}" if title else shown, fontsize=10)
+    return f"{title}\n{shown}" if title else shown, top
+
+
+def scatter_dmu_dsigma(result: PairResult, *, title: str | None = None, max_points: int = 20_000, seed: int = 0,
+                       bins: int = 40, density: bool = False, figsize=(6.2, 5.6)):
+    r""":math:`d_\mu` against :math:`d_\Sigma` for each pair, with both marginal histograms.
+
+    Points are coloured by SOCM, or with ``density=True`` by how many pairs fall in the same cell of a
+    ``bins`` x ``bins`` grid (log colour scale, densest points on top), which shows where points overlap.
+    With more than ``max_points`` pairs a random subsample of ``max_points`` (``seed``) is drawn and the
+    figure says so; histograms and densities use the same points. The dashed line marks :math:`d_\Sigma = 1`.
+    Returns the Figure (scatter, two histograms and a colour bar).
+    """
+    fig = plt.figure(figsize=figsize)
+    text, _ = _scatter_panel(fig, fig.add_gridspec(1, 1)[0], result, title=title, max_points=max_points,
+                             seed=seed, bins=bins, density=density)
+    fig.suptitle(text, fontsize=10)
+    return fig
+
+
+def scatter_dmu_dsigma_grid(results: Mapping, *, max_points: int = 20_000, seed: int = 0, bins: int = 40,
+                            density: bool = True, panel_size=(6.2, 5.6)):
+    r"""One :func:`scatter_dmu_dsigma` panel per run, side by side (e.g. one per encoder, for a chapter figure).
+
+    ``results`` maps a label (encoder name) to a :class:`~socm_lib.pairs.PairResult`; each panel is titled
+    by its label and the number of pairs drawn. ``density`` defaults to ``True`` here.
+    """
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError("results must be a non-empty mapping {label: PairResult}.")
+    fig = plt.figure(figsize=(panel_size[0] * len(results), panel_size[1]))
+    cells = fig.add_gridspec(1, len(results), wspace=0.3)
+    for k, (label, result) in enumerate(results.items()):
+        text, top = _scatter_panel(fig, cells[k], result, title=str(label), max_points=max_points, seed=seed,
+                                   bins=bins, density=density)
+        top.set_title(text, fontsize=10)
     return fig
 
 

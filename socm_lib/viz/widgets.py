@@ -216,6 +216,19 @@ def compare(encoder_a, encoder_b, texts, *, device=None) -> Comparison:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def enable_colab_widgets() -> bool:
+    """In Google Colab, switch on its custom widget manager (needed for ipywidgets 8); elsewhere do nothing.
+
+    Returns whether it was switched on. Called by :class:`Comparator` before it builds its controls.
+    """
+    if "google.colab" not in sys.modules:
+        return False
+    from google.colab import output
+
+    output.enable_custom_widget_manager()
+    return True
+
+
 class Comparator:
     """Two encoders side by side on the same texts: average SOCM, scatter plots, one pair, extreme pairs.
 
@@ -231,6 +244,7 @@ class Comparator:
                  n_texts: int = DEFAULT_N_TEXTS, seed: int = 0, device=None, show_figures: bool = True):
         import ipywidgets as w
 
+        enable_colab_widgets()  # before any widget exists, so Colab renders them with its ipywidgets 8 manager
         names = list(REGISTRY)
         sources = available_sources()
         if source not in sources:

@@ -1,0 +1,197 @@
+r"""What the initialisation scheme alone predicts for the untrained control (notebook 5; Chapter 8).
+
+The control ``untrained-minilm-l6`` is a BERT-type encoder whose weights were never trained: they are
+drawn by the BERT initialisation scheme. At the embedding layer (hidden state 0) token :math:`j` of a
+text with token ids :math:`t_0, \dots, t_{n-1}` (special tokens included) is
+
+.. math::
+
+    e_j = s + w_{t_j} + p_j, \qquad x_j = \mathrm{LayerNorm}(e_j),
+
+where the word vectors :math:`w_t`, the position vectors :math:`p_j` and the token-type vector
+:math:`s` are independent draws with i.i.d. :math:`\mathcal N(0, \sigma^2)` coordinates
+(``config.initializer_range``, :math:`\sigma = 0.02`). Every token of every text has token type 0, so
+:math:`s` is **one vector shared by all tokens**; positions are shared by all texts (position 0 is in
+every text). LayerNorm (gain 1, bias 0 at initialisation) centres each token over its coordinates and
+scales it to norm :math:`\sqrt d`.
+
+Assumptions. In dimension :math:`d` independent Gaussian vectors are nearly orthogonal and their squared
+norms are close to :math:`d\sigma^2` (relative fluctuations :math:`O(1/\sqrt d)`); the centring removes a
+share :math:`1/d` of each vector. To that order, and after dividing by a common factor that cancels in
+every ratio below, the tokens have unit norm and
+
+.. math::
+
+    \langle s, s\rangle = \rho, \quad \langle w_t, w_{t'}\rangle = (1-\rho)\,\alpha\,\delta_{tt'}, \quad
+    \langle p_j, p_{j'}\rangle = (1-\rho)(1-\alpha)\,\delta_{jj'},
+
+with all cross products zero. :math:`\rho` is the share of the common component in a token's squared norm
+and :math:`\alpha` the share of the word in the token-specific rest; equal standard deviations give
+:math:`\rho = 1/3` and :math:`\alpha = 1/2`. For a text of length :math:`n` whose token ids occur
+:math:`m_t` times (:math:`q = \sum_t m_t^2`, equal to :math:`n` when no id repeats), the mean-pooled vector
+:math:`\mu = s + \frac1n \sum_t m_t w_t + \frac1n \sum_{j<n} p_j` has
+
+.. math::
+
+    \lVert\mu\rVert^2 = \rho + (1-\rho)\,\frac{\alpha q + (1-\alpha) n}{n^2}, \qquad
+    c = \frac{1}{\lVert\mu\rVert^2} - 1,
+
+the second by the equal-norm identity :math:`c = 1/\overline{\cos} - 1` (Chapter 7), because
+:math:`\overline{\cos} = \lVert\mu\rVert^2` for unit tokens. Two texts with lengths :math:`n_1, n_2`
+sharing :math:`k = \sum_t m^{(1)}_t m^{(2)}_t` token occurrences ([CLS] and [SEP] give :math:`k \ge 2`)
+have
+
+.. math::
+
+    \langle\mu_1, \mu_2\rangle = \rho + (1-\rho)\,\frac{\alpha k + (1-\alpha)\min(n_1, n_2)}{n_1 n_2}, \qquad
+    \cos(\mu_1, \mu_2) = \frac{\langle\mu_1, \mu_2\rangle}{\lVert\mu_1\rVert\,\lVert\mu_2\rVert}.
+
+With :math:`\rho = 1/3`, :math:`\alpha = 1/2` and distinct ids, :math:`c = 2(n-1)/(n+2)`, which rises
+towards 2 but never reaches it, and for two texts of equal length :math:`n`,
+:math:`\cos(\mu_1, \mu_2) = (n^2 + n + k)/(n^2 + 2n) = 1 - (n - k)/(n(n+2))`: the means of any two texts
+nearly coincide, because the shared :math:`s` dominates the average once the token-specific parts
+have averaged out (like :math:`1/n`). These are statements about the *initialisation scheme*; the random
+transformer layers above the embeddings change them (notebook 5 measures by how much).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .checks import as_texts
+
+RHO = 1 / 3  # common share for equal standard deviations of type, word and position vectors
+ALPHA = 1 / 2  # word share of the token-specific part for equal standard deviations
+
+
+def _check_shares(rho, alpha):
+    if not (0 < rho <= 1 and 0 <= alpha <= 1):
+        raise ValueError(f"rho must be in (0, 1] and alpha in [0, 1]; got rho={rho!r}, alpha={alpha!r}.")
+
+
+def _lengths(n, name="n"):
+    n = np.asarray(n, dtype=np.float64)
+    if np.any(n < 1) or np.any(n != np.round(n)):
+        raise ValueError(f"{name} must hold whole numbers of tokens >= 1.")
+    return n
+
+
+def shares(sigma_type: float = 0.02, sigma_word: float = 0.02, sigma_position: float = 0.02) -> tuple[float, float]:
+    r"""The shares :math:`(\rho, \alpha)` implied by the standard deviations of the three embedding tables.
+
+    :math:`\rho = \sigma_s^2/(\sigma_s^2 + \sigma_w^2 + \sigma_p^2)` and
+    :math:`\alpha = \sigma_w^2/(\sigma_w^2 + \sigma_p^2)`; equal values (BERT's scheme) give ``(1/3, 1/2)``.
+    """
+    v = np.array([sigma_type, sigma_word, sigma_position], dtype=np.float64) ** 2
+    if np.any(v <= 0):
+        raise ValueError("The three standard deviations must be positive.")
+    return float(v[0] / v.sum()), float(v[1] / (v[1] + v[2]))
+
+
+def predicted_mean_norm2(n, q=None, *, rho: float = RHO, alpha: float = ALPHA):
+    r""":math:`\lVert\mu\rVert^2 = \rho + (1-\rho)(\alpha q + (1-\alpha) n)/n^2` for unit tokens (``q`` defaults to ``n``)."""
+    _check_shares(rho, alpha)
+    n = _lengths(n)
+    q = n if q is None else np.asarray(q, dtype=np.float64)
+    return rho + (1 - rho) * (alpha * q + (1 - alpha) * n) / n**2
+
+
+def predicted_concentration(n, q=None, *, rho: float = RHO, alpha: float = ALPHA):
+    r"""Predicted concentration ratio :math:`c = 1/\lVert\mu\rVert^2 - 1` of a text of ``n`` tokens.
+
+    With distinct token ids (``q = n``) this is
+    :math:`c = (1-\rho)(1 - 1/n) / (\rho + (1-\rho)/n)`, i.e. :math:`2(n-1)/(n+2)` for :math:`\rho = 1/3`;
+    it increases with :math:`n` towards :math:`(1-\rho)/\rho`. ``q`` (:math:`\sum_t m_t^2`) accounts for
+    repeated ids. See the module docstring for the model and its assumptions.
+    """
+    return 1.0 / predicted_mean_norm2(n, q, rho=rho, alpha=alpha) - 1.0
+
+
+def predicted_mean_cosine(n1, n2, k=2, q1=None, q2=None, *, rho: float = RHO, alpha: float = ALPHA):
+    r"""Predicted :math:`\cos(\mu_1, \mu_2)` of the mean-pooled vectors of two texts.
+
+    ``n1``, ``n2``: lengths in tokens (special tokens included); ``k``: shared token occurrences
+    :math:`\sum_t m^{(1)}_t m^{(2)}_t` (2 for [CLS] and [SEP] alone); ``q1``, ``q2``: :math:`\sum_t m_t^2`
+    of each text (default: its length). Formula in the module docstring; broadcasts over arrays.
+    """
+    n1, n2 = _lengths(n1, "n1"), _lengths(n2, "n2")
+    k = np.asarray(k, dtype=np.float64)
+    cross = rho + (1 - rho) * (alpha * k + (1 - alpha) * np.minimum(n1, n2)) / (n1 * n2)
+    norms = predicted_mean_norm2(n1, q1, rho=rho, alpha=alpha) * predicted_mean_norm2(n2, q2, rho=rho, alpha=alpha)
+    return cross / np.sqrt(norms)
+
+
+def token_counts(tokenizer, texts, *, max_length: int | None = None) -> list[Counter]:
+    """Occurrences of each token id per text, special tokens included, truncated like :func:`token_embeddings`."""
+    texts = as_texts(texts)
+    enc = tokenizer(texts, truncation=True, max_length=max_length or int(tokenizer.model_max_length))
+    return [Counter(ids) for ids in enc["input_ids"]]
+
+
+def count_statistics(counts) -> dict[str, np.ndarray]:
+    r"""Per text ``n`` (length) and ``q`` (:math:`\sum_t m_t^2`), and the matrix ``k`` of shared occurrences.
+
+    ``k[a, b]`` is :math:`\sum_t m^{(a)}_t m^{(b)}_t` (the diagonal equals ``q``).
+    """
+    counts = list(counts)
+    if not counts:
+        raise ValueError("counts is empty: pass one Counter of token ids per text.")
+    vocab = {t: i for i, t in enumerate(sorted({t for c in counts for t in c}))}
+    M = np.zeros((len(counts), len(vocab)))
+    for a, c in enumerate(counts):
+        for t, m in c.items():
+            M[a, vocab[t]] = m
+    k = M @ M.T
+    return {"n": M.sum(axis=1), "q": np.diag(k).copy(), "k": k}
+
+
+def predict_for_texts(tokenizer, texts, *, rho: float = RHO, alpha: float = ALPHA,
+                      max_length: int | None = None) -> dict[str, np.ndarray]:
+    """Predicted ``concentration`` per text and ``cosine`` matrix of the means, from each text's token ids.
+
+    Also returns ``n`` (lengths) and ``k`` (shared occurrences), see :func:`count_statistics`.
+    """
+    st = count_statistics(token_counts(tokenizer, texts, max_length=max_length))
+    n, q, k = st["n"], st["q"], st["k"]
+    conc = predicted_concentration(n, q, rho=rho, alpha=alpha)
+    cos = predicted_mean_cosine(n[:, None], n[None, :], k, q[:, None], q[None, :], rho=rho, alpha=alpha)
+    return {"n": n, "k": k, "concentration": conc, "cosine": cos}
+
+
+def measured_statistics(clouds) -> dict[str, np.ndarray]:
+    r"""Per cloud ``n`` and concentration ratio ``c``, and the ``cosine`` matrix of the raw means :math:`\mu_i`."""
+    clouds = [np.asarray(X, dtype=np.float64) for X in clouds]
+    if not clouds or any(X.ndim != 2 or X.shape[0] == 0 for X in clouds):
+        raise ValueError("clouds must be a non-empty list of (n_i, d) arrays with n_i >= 1.")
+    mu = np.stack([X.mean(axis=0) for X in clouds])
+    norm2 = (mu**2).sum(axis=1)
+    spread = np.array([((X - m) ** 2).sum(axis=1).mean() for X, m in zip(clouds, mu)])
+    unit = mu / np.sqrt(norm2)[:, None]
+    return {"n": np.array([X.shape[0] for X in clouds], dtype=np.float64), "concentration": spread / norm2,
+            "cosine": unit @ unit.T}
+
+
+def embedding_shares(model) -> tuple[float, float]:
+    r"""The shares :math:`(\rho, \alpha)` of an actual draw: mean squared norms of a BERT-type model's tables.
+
+    Uses the token-type row 0 (:math:`s`), the mean over the word table (padding row excluded) and the mean
+    over the position table, each centred over its coordinates as LayerNorm does. Raises ``ValueError`` for
+    models without BERT-type embeddings.
+    """
+    emb = getattr(model, "embeddings", None)
+    tables = [getattr(emb, a, None) for a in ("token_type_embeddings", "word_embeddings", "position_embeddings")]
+    if emb is None or any(t is None for t in tables):
+        raise ValueError("embedding_shares needs a BERT-type model with word, position and token-type embeddings.")
+    tt, word, pos = (t.weight.detach().double().cpu().numpy() for t in tables)
+    pad = getattr(tables[1], "padding_idx", None)
+    if pad is not None:
+        word = np.delete(word, pad, axis=0)
+
+    def msq(a):
+        a = a - a.mean(axis=-1, keepdims=True)
+        return float((a**2).sum(axis=-1).mean())
+
+    v = np.array([msq(tt[0]), msq(word), msq(pos)])
+    return float(v[0] / v.sum()), float(v[1] / (v[1] + v[2]))
