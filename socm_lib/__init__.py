@@ -3,10 +3,12 @@
 Layers, bottom to top (an import only ever points down):
 
 * core mathematics: :mod:`~socm_lib.checks`, :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`,
-  :mod:`~socm_lib.pairs` (the exact engine);
+  :mod:`~socm_lib.pairs` (the exact engine), :mod:`~socm_lib.summary` (streamed summaries of millions of pairs);
 * the paper's published numbers: :mod:`~socm_lib.paper`;
 * models and data: :mod:`~socm_lib.encoders`, :mod:`~socm_lib.extract`, :mod:`~socm_lib.data`;
-* analysis: :mod:`~socm_lib.protocol`, :mod:`~socm_lib.layers`, :mod:`~socm_lib.downstream`;
+* analysis: :mod:`~socm_lib.protocol`, :mod:`~socm_lib.layers`, :mod:`~socm_lib.downstream`,
+  :mod:`~socm_lib.control` (what the untrained control's initialisation predicts);
+* the labs' answer checks: :mod:`socm_lib.course`;
 * presentation: :mod:`socm_lib.viz` (figures, widgets, fixed-precision display, the benchmark viewer),
   which alone imports matplotlib and ipywidgets and is imported only on request.
 """

@@ -10,6 +10,7 @@ Nothing below :mod:`socm_lib.viz` imports from here. Import the submodule you ne
   surface, the 2-Wasserstein decomposition);
 * :mod:`socm_lib.viz.layers` -- layer profiles and pair distributions;
 * :mod:`socm_lib.viz.downstream` -- SOCM by pair kind and by length;
+* :mod:`socm_lib.viz.control` -- the untrained control: measured against its initialisation's prediction;
 * :mod:`socm_lib.viz.widgets` -- the encoder comparator (ipywidgets);
 * :mod:`socm_lib.viz.benchmarking` -- tables and figures of ``benchmarks/results``.
 
