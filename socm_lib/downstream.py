@@ -127,3 +127,197 @@ def group_summary(frame: pd.DataFrame, by: str, order=None) -> pd.DataFrame:
 def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
     """Text columns as ``object`` dtype (pandas 3 infers ``str``, which :func:`socm_lib.fixed` cannot inspect)."""
     return df.astype({c: object for c in df.columns if pd.api.types.is_string_dtype(df[c])})
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Uncertainty, effect sizes and lexical overlap for the labelled pairs (notebooks 7 and 8, Chapter 8).
+#
+# The pairs of one kind are treated as an independent sample of that kind; every interval is a percentile bootstrap
+# with a fixed seed, so a notebook prints the same interval on every run.
+
+
+def _sample(values, what: str) -> np.ndarray:
+    """``values`` as a 1-d float array with at least two finite entries, or a ValueError that says what to pass."""
+    x = np.asarray(values, dtype=float).ravel()
+    if x.size < 2:
+        raise ValueError(f"{what} needs at least two values to resample; got {x.size}.")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{what} holds NaN or inf; drop those values first.")
+    return x
+
+
+def _check_bootstrap(n_resamples: int, level: float) -> None:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer (e.g. 2000); got {n_resamples!r}.")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1 (e.g. 0.95); got {level!r}.")
+
+
+def _percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
+    alpha = (1.0 - float(level)) / 2.0
+    low, high = np.percentile(replicates, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    return float(low), float(high)
+
+
+def bootstrap_ci(values, stat=np.mean, *, n_resamples: int = 2000, level: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    r"""Percentile bootstrap confidence interval of ``stat`` over one sample.
+
+    Draw :math:`B` = ``n_resamples`` resamples :math:`x^{*b}` of the :math:`n` values with replacement (indices from
+    ``numpy.random.default_rng(seed).integers(0, n, (B, n))``), compute :math:`\hat\theta^{*b} = \text{stat}(x^{*b})`
+    and return the :math:`\alpha` and :math:`1-\alpha` percentiles of the :math:`\hat\theta^{*b}` with
+    :math:`\alpha = (1 - \text{level})/2`. This is ``scipy.stats.bootstrap(..., method="percentile")`` with the same
+    generator. ``stat`` must accept ``axis=-1`` (``np.mean``, ``np.median`` do).
+    """
+    _check_bootstrap(n_resamples, level)
+    x = _sample(values, "bootstrap_ci")
+    idx = np.random.default_rng(seed).integers(0, x.size, (n_resamples, x.size))
+    return _percentile_interval(stat(x[idx], axis=-1), level)
+
+
+def bootstrap_diff_ci(a, b, stat=np.mean, *, n_resamples: int = 2000, level: float = 0.95,
+                      seed: int = 0) -> tuple[float, float]:
+    r"""Percentile bootstrap interval of :math:`\text{stat}(a) - \text{stat}(b)` for two independent samples.
+
+    Each sample is resampled on its own (indices of ``a`` first, then of ``b``, from one
+    ``numpy.random.default_rng(seed)``), :math:`\hat\Delta^{*b} = \text{stat}(a^{*b}) - \text{stat}(b^{*b})`, and the
+    interval is the :math:`\alpha`, :math:`1-\alpha` percentiles of the :math:`\hat\Delta^{*b}`,
+    :math:`\alpha = (1-\text{level})/2` (``scipy.stats.bootstrap`` with two samples, ``paired=False``).
+    An interval that excludes 0 says the difference has a stable sign under resampling of the pairs.
+    """
+    _check_bootstrap(n_resamples, level)
+    a, b = _sample(a, "bootstrap_diff_ci (a)"), _sample(b, "bootstrap_diff_ci (b)")
+    rng = np.random.default_rng(seed)
+    ia = rng.integers(0, a.size, (n_resamples, a.size))
+    ib = rng.integers(0, b.size, (n_resamples, b.size))
+    return _percentile_interval(stat(a[ia], axis=-1) - stat(b[ib], axis=-1), level)
+
+
+def cliffs_delta(a, b) -> float:
+    r"""Cliff's delta: :math:`\delta = P(A > B) - P(A < B)` over all :math:`|a|\,|b|` pairs of values.
+
+    :math:`\delta \in [-1, 1]`; 0 means no tendency, :math:`\pm 1` that every value of one sample lies above every
+    value of the other. It equals :math:`2\,\text{AUC} - 1` with the AUC of :func:`separation` (ties count half).
+    A rank-based effect size: unchanged by any increasing transformation of the values, so it suits bounded, skewed
+    quantities such as SOCM, where Cohen's d (a difference of means over a pooled standard deviation) would lean on
+    a normal shape the data do not have.
+    """
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if a.size == 0 or b.size == 0:
+        raise ValueError("cliffs_delta needs at least one value in each sample.")
+    diff = a[:, None] - b[None, :]
+    return float((diff > 0).mean() - (diff < 0).mean())
+
+
+def spearman_ci(x, y, *, n_resamples: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    r"""Percentile bootstrap interval of Spearman's :math:`\rho` between paired samples ``x`` and ``y``.
+
+    The :math:`n` pairs :math:`(x_k, y_k)` are resampled together (indices from
+    ``numpy.random.default_rng(seed).integers(0, n, (B, n))``) and :math:`\rho` is recomputed on each resample
+    (Pearson correlation of average ranks). Resamples in which ``x`` or ``y`` is constant have no :math:`\rho` and
+    are left out.
+    """
+    from scipy import stats
+
+    _check_bootstrap(n_resamples, level)
+    x, y = _sample(x, "spearman_ci (x)"), _sample(y, "spearman_ci (y)")
+    if x.size != y.size:
+        raise ValueError(f"x has {x.size} values but y has {y.size}; pass one of each per pair.")
+    idx = np.random.default_rng(seed).integers(0, x.size, (n_resamples, x.size))
+    rx = stats.rankdata(x[idx], axis=-1)
+    ry = stats.rankdata(y[idx], axis=-1)
+    rx -= rx.mean(axis=-1, keepdims=True)
+    ry -= ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    ok = den > 0
+    if not ok.any():
+        raise ValueError("spearman_ci: x or y is constant in every resample; there is no correlation to bound.")
+    return _percentile_interval((rx * ry).sum(axis=-1)[ok] / den[ok], level)
+
+
+def lexical_overlap(a: str, b: str) -> float:
+    r"""Jaccard overlap of the two texts' word sets: :math:`|W_a \cap W_b| / |W_a \cup W_b|`.
+
+    :math:`W` is the set of lower-cased words (runs of letters, digits and underscores, ``re.findall(r"\w+")``), so
+    punctuation and word order are ignored: a word-order swap has overlap 1, a negation that adds *not* a little
+    less. A crude proxy for how much of the surface two texts share.
+    """
+    import re
+
+    if not isinstance(a, str) or not isinstance(b, str):
+        raise TypeError(f"lexical_overlap compares two strings; got {type(a).__name__} and {type(b).__name__}.")
+    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    if not wa and not wb:
+        raise ValueError("lexical_overlap: neither text contains a word; the overlap is undefined.")
+    return len(wa & wb) / len(wa | wb)
+
+
+def kind_ci_table(frame: pd.DataFrame, by: str, order=None, columns=("socm", "d_mu", "d_sigma"), *,
+                  n_resamples: int = 2000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Per group of ``by``: pair count and, for each of ``columns``, the mean and its bootstrap interval.
+
+    Columns ``pairs``, then ``mean_<col>``, ``<col>_low``, ``<col>_high`` for each column (:func:`bootstrap_ci`).
+    """
+    groups = [k for k in (order if order is not None else sorted(frame[by].unique())) if (frame[by] == k).any()]
+    rows = []
+    for k in groups:
+        sub = frame.loc[frame[by] == k]
+        row = {by: k, "pairs": len(sub)}
+        for col in columns:
+            low, high = bootstrap_ci(sub[col], n_resamples=n_resamples, level=level, seed=seed)
+            row.update({f"mean_{col}": float(sub[col].mean()), f"{col}_low": low, f"{col}_high": high})
+        rows.append(row)
+    return _plain_text(pd.DataFrame(rows))
+
+
+def kind_contrasts(frame: pd.DataFrame, by: str, contrasts, columns=("socm",), *, n_resamples: int = 2000,
+                   level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """For each ``(kind_a, kind_b)`` in ``contrasts`` and each column: difference of means, its interval, Cliff's delta.
+
+    Columns ``kind_a, kind_b, quantity, diff`` (mean of a minus mean of b), ``diff_low, diff_high``
+    (:func:`bootstrap_diff_ci`), ``cliffs_delta`` (:func:`cliffs_delta`, positive when a tends to be larger) and
+    ``excludes_0`` (whether the interval lies on one side of 0).
+    """
+    rows = []
+    for a, b in contrasts:
+        for col in columns:
+            va, vb = frame.loc[frame[by] == a, col], frame.loc[frame[by] == b, col]
+            low, high = bootstrap_diff_ci(va, vb, n_resamples=n_resamples, level=level, seed=seed)
+            rows.append({"kind_a": a, "kind_b": b, "quantity": col, "diff": float(va.mean() - vb.mean()),
+                         "diff_low": low, "diff_high": high, "cliffs_delta": cliffs_delta(va, vb),
+                         "excludes_0": bool(low > 0 or high < 0)})
+    return _plain_text(pd.DataFrame(rows))
+
+
+def labelled_frame(encoder, kinds=None, *, special_tokens: bool = True, progress: bool | None = None,
+                   device=None) -> pd.DataFrame:
+    """:func:`pair_frame` of the embedded labelled pairs, with each pair's ``kind`` and :func:`lexical_overlap` first.
+
+    Columns ``kind, overlap, d_mu, d_sigma, socm, cosine, n_a, n_b``, one row per pair of
+    ``socm_lib.labelled_pairs(kinds)`` in its order.
+    """
+    from .data import labelled_pairs
+
+    pairs = labelled_pairs(kinds)
+    frame = pair_frame(encoder, pairs["text_a"], pairs["text_b"], special_tokens=special_tokens, progress=progress,
+                       device=device)
+    frame.insert(0, "overlap", [lexical_overlap(a, b) for a, b in zip(pairs["text_a"], pairs["text_b"])])
+    frame.insert(0, "kind", pairs["kind"].to_numpy(dtype=object))
+    return frame
+
+
+def format_ci(table: pd.DataFrame, columns, digits: int = 4) -> pd.DataFrame:
+    """``table`` with each estimate and its interval merged into one text column ``"<col> [CI]"``: ``"v [low, high]"``.
+
+    For each name in ``columns`` the estimate is the column ``<col>`` if there is one, else ``mean_<col>`` (as in
+    :func:`kind_ci_table`); the interval is ``<col>_low, <col>_high``. Values are printed at ``digits`` decimals.
+    """
+    out = table.copy()
+    for col in columns:
+        value = col if col in out else f"mean_{col}"
+        low, high = out[f"{col}_low"], out[f"{col}_high"]
+        text = [f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" for v, lo, hi in zip(out[value], low, high)]
+        at = out.columns.get_loc(value)
+        out = out.drop(columns=[value, f"{col}_low", f"{col}_high"])
+        out.insert(at, f"{col} [CI]", pd.Series(text, index=out.index, dtype=object))
+    return out
