@@ -7,7 +7,11 @@ Small helpers shared by the two notebooks:
 * SOCM of listed text pairs with the mean-pooled cosine and token counts beside it
   (:func:`pair_frame`), summarised per group (:func:`group_summary`);
 * Spearman's rho (:func:`spearman`), a direction word chosen from a measured sign
-  (:func:`direction`) and the separation of two samples (:func:`separation`).
+  (:func:`direction`) and the separation of two samples (:func:`separation`);
+* uncertainty and effect sizes for the labelled pair kinds: percentile-bootstrap intervals
+  (:func:`bootstrap_ci`, :func:`bootstrap_diff_ci`, :func:`spearman_ci`), Cliff's delta
+  (:func:`cliffs_delta`), per-kind tables and contrasts (:func:`kind_ci_table`, :func:`kind_contrasts`),
+  and the lexical overlap of a pair (:func:`lexical_overlap`), the confound of the labelled kinds.
 
 Their figures are in :mod:`socm_lib.viz.downstream`.
 
