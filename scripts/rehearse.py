@@ -168,7 +168,8 @@ def machine() -> dict:
     import psutil
 
     return {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
-            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1), "python": platform.python_version()}
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1), "python": platform.python_version(),
+            "load_average_1min": round(os.getloadavg()[0], 1)}  # other work on the machine slows every timing
 
 
 def rehearse(out_dir: Path, n_texts: int = 30, with_projection: bool = True) -> dict:
@@ -188,6 +189,7 @@ def rehearse(out_dir: Path, n_texts: int = 30, with_projection: bool = True) -> 
         raise RuntimeError(f"expected one notebook for each of {NOTEBOOKS}, found {list(record['notebooks'])}")
     if with_projection:
         record["projection"] = projection(n_texts)
+    record["machine"]["load_average_1min_end"] = round(os.getloadavg()[0], 1)
     return record
 
 
