@@ -128,7 +128,8 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
     def probe():
         try:
-            socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+            port = url.port or (80 if url.scheme == "http" else 443)
+            socket.create_connection((url.hostname, port), timeout=timeout).close()
             reached.append(True)
         except OSError:
             pass

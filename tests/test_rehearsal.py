@@ -80,3 +80,24 @@ def test_rehearsal_of_notebooks_4_5_6(standin_hub, tmp_path):
     assert rehearse.output_counts(nb04)["widgets"] >= 1
     assert nb04.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in committed} == committed  # copies only
+
+
+def test_run_notebooks_records_the_snapshot_commit_of_each_hub_model(standin_hub, tmp_path):
+    import standins
+    from run_notebooks import environment, run
+
+    path = tmp_path / "uses_bert.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import socm_lib\nprint(socm_lib.load_encoder('bert', device='cpu').label)")]), path)
+    seconds, models = run(path, provenance=True)
+    rev = standins.revision("bert")
+    assert seconds > 0 and models == [{"name": "bert", "id": "google-bert/bert-base-uncased", "commit": rev,
+                                       "source": "google-bert/bert-base-uncased", "stand_in": True,
+                                       "dtype": "float32"}]
+    written = nbformat.read(path, as_version=4)
+    stdout = [o["text"] for o in written.cells[0].outputs if o.get("name") == "stdout"]
+    assert len(written.cells) == 1 and stdout == ["bert [stand-in]\n"]
+    env = environment({"notebooks/uses_bert.ipynb": {"models": models}})
+    assert env["models"]["bert"] == {"source": "Hugging Face google-bert/bert-base-uncased", "commit": rev,
+                                     "stand_in": True}
+    assert "all-minilm-l6" in env["models"] and "untrained-minilm-l6" in env["models"]
