@@ -219,7 +219,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="socm-rehearsal-") as tmp:
         import standins
 
-        os.environ.update(standins.write_cache(Path(tmp) / "hf", names=ENCODERS))
+        os.environ.update(standins.cache_env(Path(tmp) / "hf"))  # before huggingface_hub is imported
+        if "huggingface_hub" in sys.modules:
+            raise RuntimeError("huggingface_hub was imported before the stand-in cache was set")
+        standins.write_cache(Path(tmp) / "hf", names=ENCODERS)
         os.environ.pop("MPLBACKEND", None)  # kernels must use their inline backend, or figures go missing
         out = Path(args.out) if args.out else Path(tmp) / "executed"
         record = rehearse(out, args.n_texts)

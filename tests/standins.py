@@ -107,14 +107,17 @@ def write_standin(hub_cache: Path, name: str, seed: int = SEED) -> Path:
     return snap
 
 
-def write_cache(root: Path, names=("bert", "gte"), seed: int = SEED) -> dict:
-    """Write stand-ins under ``root/hub`` and return the environment variables that make transformers read them.
-
-    ``{"HF_HOME": root, "HF_HUB_CACHE": root/hub, "HF_HUB_OFFLINE": "1"}``: set them before huggingface_hub is
-    imported (for example in a notebook kernel's environment).
-    """
+def cache_env(root: Path) -> dict:
+    """``{"HF_HOME": root, "HF_HUB_CACHE": root/hub, "HF_HUB_OFFLINE": "1"}``: the environment that makes
+    transformers read the stand-ins written by :func:`write_cache` under ``root``. huggingface_hub reads these
+    variables when it is imported: set them before that (or in a notebook kernel's environment)."""
     root = Path(root)
-    hub = root / "hub"
+    return {"HF_HOME": str(root), "HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1"}
+
+
+def write_cache(root: Path, names=("bert", "gte"), seed: int = SEED) -> dict:
+    """Write stand-ins under ``root/hub`` and return :func:`cache_env` of ``root``."""
+    env = cache_env(root)
     for name in names:
-        write_standin(hub, name, seed)
-    return {"HF_HOME": str(root), "HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
+        write_standin(Path(env["HF_HUB_CACHE"]), name, seed)
+    return env
