@@ -4,12 +4,13 @@
 #   make notebooks   re-execute every notebook in place (then commit the outputs)
 #   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
 #   make student   student notebooks (no solutions, no outputs) and their zip in _build/student/
+#   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book student test notebooks bench clean
+.PHONY: venv book build-book student test notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -45,6 +46,9 @@ notebooks: venv
 
 bench: venv
 	$(PY) benchmarks/run_all.py
+
+rehearse: venv
+	$(PY) scripts/rehearse.py
 
 clean:
 	rm -rf _build

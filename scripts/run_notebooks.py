@@ -2,7 +2,8 @@
 
 Usage: python scripts/run_notebooks.py [notebooks/nb01_socm_by_hand.ipynb ...]   (default: all of them)
 
-Each run is recorded in notebooks/execution.json (date, seconds, library versions, model files), and the
+Each run is recorded in notebooks/execution.json (date, seconds, library versions, model files, and the
+provenance of every encoder a notebook loaded: Hugging Face id and the commit of the snapshot used), and the
 book's status page (book/status.ipynb), which shows that record, is re-executed last. The committed
 outputs are what nbval re-checks in CI and what the book shows.
 """
@@ -25,10 +26,19 @@ PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-
             "pandas", "matplotlib", "ipywidgets", "myst-nb", "jupyter-book", "nbval"]
 
 
-def environment() -> dict:
+# Run in each notebook's kernel after its last cell (and removed again): what socm_lib.encoders.provenance says
+# about every encoder the notebook loaded.
+PROVENANCE_CELL = "import json, socm_lib.encoders\nprint(json.dumps(socm_lib.encoders.loaded_provenance()))"
+
+
+def environment(notebooks: dict) -> dict:
+    """Python and package versions; the offline models' files; each Hub model's id and snapshot commit."""
     import socm_lib.encoders as enc
 
     weights = enc.packaged_minilm_path() / "model.safetensors"
+    hub = {m["name"]: {"source": f"Hugging Face {m['id']}", "commit": m["commit"],
+                       **({"stand_in": True} if m["stand_in"] else {})}
+           for info in notebooks.values() for m in info.get("models", []) if m["id"]}
     return {
         "python": platform.python_version(),
         "packages": {p: metadata.version(p) for p in PACKAGES},
@@ -38,29 +48,38 @@ def environment() -> dict:
                 "model.safetensors sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
             },
             "untrained-minilm-l6": {"source": "architecture of all-minilm-l6, random weights, torch.manual_seed(0)"},
+            **dict(sorted(hub.items())),
         },
     }
 
 
-def run(path: Path) -> float:
+def run(path: Path, provenance: bool = False) -> tuple[float, list | None]:
+    """Execute ``path`` in place; with ``provenance``, also return the encoders it loaded (provenance dicts)."""
     nb = nbformat.read(path, as_version=4)
+    if provenance:
+        nb.cells.append(nbformat.v4.new_code_cell(PROVENANCE_CELL))
     start = time.perf_counter()
     NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    seconds = time.perf_counter() - start
+    models = None
+    if provenance:
+        cell = nb.cells.pop()
+        models = json.loads("".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout"))
     nbformat.write(nb, path)
-    return time.perf_counter() - start
+    return seconds, models
 
 
 def main(paths) -> None:
     record = json.loads(RECORD.read_text()) if RECORD.exists() else {"notebooks": {}}
     for p in paths:
-        seconds = run(p)
+        seconds, models = run(p, provenance=True)
         name = str(p.relative_to(ROOT))
         record["notebooks"][name] = {"seconds": round(seconds, 1),
-                                     "executed": datetime.date.today().isoformat()}
+                                     "executed": datetime.date.today().isoformat(), "models": models}
         print(f"{name}: {seconds:.0f} s", flush=True)
-    record["environment"] = environment()
     record["notebooks"] = dict(sorted(record["notebooks"].items()))
+    record["environment"] = environment(record["notebooks"])
     RECORD.write_text(json.dumps(record, indent=2) + "\n")
     status = ROOT / "book" / "status.ipynb"
     if status.exists():

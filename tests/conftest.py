@@ -1,0 +1,32 @@
+"""Fixtures shared by the tests: a Hugging Face cache of stand-in checkpoints (see ``tests/standins.py``)."""
+
+import pytest
+
+import standins
+
+
+@pytest.fixture(scope="session")
+def standin_cache(tmp_path_factory):
+    """A session-wide cache holding the ``bert``, ``gte`` and (pytorch_model.bin only) ``simcse`` stand-ins."""
+    return standins.write_cache(tmp_path_factory.mktemp("hf"), names=("bert", "gte", "simcse"))
+
+
+@pytest.fixture
+def standin_hub(standin_cache, monkeypatch):
+    """Point this process (huggingface_hub reads its settings at import) and its children at the stand-in cache.
+
+    Offline, as a Colab session would be after downloading; the widget caches are emptied before and after.
+    """
+    from huggingface_hub import constants
+
+    from socm_lib import widgets
+
+    for key, value in standin_cache.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", standin_cache["HF_HUB_CACHE"])
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    widgets.cached_encoder.cache_clear()
+    widgets._cached_clouds.cache_clear()
+    yield standin_cache
+    widgets.cached_encoder.cache_clear()
+    widgets._cached_clouds.cache_clear()
