@@ -67,7 +67,7 @@ def _pair_differences(test, ref) -> dict:
 def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int = 0, device=None) -> dict:
     """Run both checks and return the report (see the module docstring); nothing is written or printed."""
     from .data import corpus, sample_texts
-    from .display import device_report
+    from .viz.display import device_report
     from .encoders import load_encoder, provenance
     from .extract import token_embeddings
     from .pairs import socm_pairs

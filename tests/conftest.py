@@ -19,7 +19,7 @@ def standin_hub(standin_cache, monkeypatch):
     """
     from huggingface_hub import constants
 
-    from socm_lib import widgets
+    from socm_lib.viz import widgets
 
     for key, value in standin_cache.items():
         monkeypatch.setenv(key, value)

@@ -21,7 +21,7 @@ TEXTS = list(socm_lib.sample_texts(socm_lib.corpus()["text"], 8, 0))
 
 
 def test_extraction_pairs_and_comparator_with_bert_and_gte(standin_hub):
-    from socm_lib.widgets import Comparator
+    from socm_lib.viz.widgets import Comparator
 
     clouds = {}
     for name in ("bert", "gte"):

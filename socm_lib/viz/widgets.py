@@ -127,7 +127,7 @@ def unavailable_message(name: str, exc: BaseException) -> str:
         how = (
             "This widget does not run code from model repositories. If you trust that repository, load it yourself "
             f"with socm_lib.load_encoder({name!r}, trust_remote_code=True) where a network exists (e.g. Colab) and "
-            "pass the encoder to socm_lib.widgets.compare()."
+            "pass the encoder to socm_lib.viz.widgets.compare()."
         )
     return f"Encoder {what} could not be loaded: {exc}\n{how}"
 
