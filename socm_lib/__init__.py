@@ -12,6 +12,7 @@ Layers, bottom to top (an import only ever points down):
 """
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
 from .pairs import PairResult, SOCMResult, all_pairs, socm, socm_pairs
+from .authors_route import paper_route
 from .stats import (
     avg_intra_cosine,
     cloud_covariance,
