@@ -7,14 +7,16 @@ On the same token clouds (synthetic clouds with 5 to 60 tokens at d = 384 and 76
 real clouds of the first 1,000 texts of the embedded corpus under all-minilm-l6), it times
 
 * ``socm_lib.socm_pairs`` (float64, exact low-rank route) on every pair and on a subsample;
-* the paper's d x d route: float32 covariance matrices, square root by ``torch.linalg.eigh``
-  with eigenvalues clamped at 0, then ``eigvalsh`` of Sigma1^{1/2} Sigma2 Sigma1^{1/2}, batched
-  over pairs in torch;
+* the paper's route, ``socm_lib.paper_route``: the d x d route of the authors' released code
+  (float32 statistics, 1e-9 I added before each square root, ``torch.linalg.eigh`` with eigenvalues
+  clamped at 0, batched over pairs), re-implemented in the library;
+* the same float32 d x d route without the regulariser (``paper_route(..., eps=0)``);
+* the library's float64 d x d reference, ``socm_lib.bures_wasserstein_sq`` (two ``eigh`` per pair);
 * ``scipy.linalg.sqrtm`` of the d x d product Sigma1 Sigma2 (float64, the FID formula);
 * POT's ``ot.gaussian.bures_wasserstein_distance`` (float64; optional dependency);
 
 and compares every figure with an independent float64 computation: one numpy SVD of
-A_i A_j^T per pair, no batching (``common.reference_pairs``). Slow routes run on a subsample
+A_i A_j^T per pair, no batching (``socm_lib.reference.lowrank_pairs``). Slow routes run on a subsample
 of pairs; socm_pairs is timed on exactly the same pairs in the same run, so the speed ratio
 is pair for pair. Every route is timed in its own fresh process: a route timed in a process that
 another route's thread pools and BLAS settings have been through can run tens of percent slower. It also measures the wall time and peak memory of all 499,500 pairs of
@@ -42,9 +44,14 @@ SEED = 0
 
 #: Route subsample sizes (pairs) per dimension; full and quick runs.
 SUBSAMPLE = {
-    False: {384: {"paper": 128, "scipy": 10, "pot": 24}, 768: {"paper": 64, "scipy": 4, "pot": 8}},
-    True: {384: {"paper": 16, "scipy": 2, "pot": 2}, 768: {"paper": 8, "scipy": 1, "pot": 1}},
+    False: {384: {"paper": 128, "dxd32": 32, "bures": 10, "scipy": 10, "pot": 24},
+            768: {"paper": 64, "dxd32": 16, "bures": 4, "scipy": 4, "pot": 8}},
+    True: {384: {"paper": 16, "dxd32": 4, "bures": 2, "scipy": 2, "pot": 2},
+           768: {"paper": 8, "dxd32": 2, "bures": 1, "scipy": 1, "pot": 1}},
 }
+#: The baseline's name in the results: the paper's route as the authors' released code computes it.
+PAPER_ROUTE = "paper route (released code, float32, 1e-9·I)"
+
 #: (name, source, d, number of texts) per dataset; full and quick runs.
 DATASETS = {
     False: [("synthetic d=384", "synthetic", 384, 1000), ("synthetic d=768", "synthetic", 768, 400),
@@ -108,48 +115,32 @@ def socm_on_pairs(clouds, pairs) -> np.ndarray:
     return np.stack([r.d_mu, r.d_sigma, r.socm], axis=1)
 
 
-def _cov32(x: np.ndarray):
-    """The paper's float32 statistics of one cloud: normalised mean and population covariance (d x d)."""
-    t = torch.from_numpy(np.asarray(x, dtype=np.float32))
-    t = t / torch.linalg.vector_norm(t.mean(dim=0))
-    mu = t.mean(dim=0)
-    c = t - mu
-    return mu, c.T @ c / t.shape[0]
+def paper_route_timed(clouds, pairs, batch: int, eps: float = 1e-9) -> tuple[np.ndarray, list[float]]:
+    """``socm_lib.paper_route`` on ``pairs``, one call per batch of ``batch`` pairs on only that batch's texts.
 
-
-def paper_route(clouds, pairs, batch: int) -> tuple[np.ndarray, list[float]]:
-    """The d x d route of the paper's released code, batched over pairs in torch float32.
-
-    Returns the (P, 3) figures and the seconds of each batch (covariances included).
+    Returns the (P, 3) figures and the seconds of each batch (the texts' statistics included).
+    ``eps=0`` gives the same float32 d x d route without the regulariser.
     """
+    from socm_lib import paper_route
+
     out, times = [], []
     for s in range(0, len(pairs), batch):
         chunk = pairs[s : s + batch]
         t = time.perf_counter()
-        left = [_cov32(clouds[i]) for i in chunk[:, 0]]
-        right = [_cov32(clouds[j]) for j in chunk[:, 1]]
-        m1, S1 = torch.stack([m for m, _ in left]), torch.stack([S for _, S in left])
-        m2, S2 = torch.stack([m for m, _ in right]), torch.stack([S for _, S in right])
-        lam, V = torch.linalg.eigh(S1)
-        R = (V * lam.clamp(min=0).sqrt()[:, None, :]) @ V.mT
-        M = R @ S2 @ R
-        fid = torch.linalg.eigvalsh(M).clamp(min=0).sqrt().sum(dim=-1)
-        tr1 = S1.diagonal(dim1=-2, dim2=-1).sum(-1)
-        tr2 = S2.diagonal(dim1=-2, dim2=-1).sum(-1)
-        d_sigma = (tr1 + tr2 - 2 * fid).clamp(min=0) / 4
-        d_mu = ((m1 - m2) ** 2).sum(-1) / 4
-        res = torch.stack([d_mu, d_sigma, (1 - d_mu) * d_sigma], dim=1)
+        used, local = np.unique(chunk, return_inverse=True)
+        r = paper_route([clouds[u] for u in used], local.reshape(chunk.shape), eps=eps, batch_size=batch,
+                        device="cpu", progress=False)
         times.append(time.perf_counter() - t)
-        out.append(res.double().numpy())
+        out.append(np.stack([r.d_mu, r.d_sigma, r.socm], axis=1))
     return np.concatenate(out), times
 
 
-def _cov64(x: np.ndarray):
-    x = np.asarray(x, dtype=np.float64)
-    x = x / np.linalg.norm(x.mean(axis=0))
-    mu = x.mean(axis=0)
-    c = x - mu
-    return mu, c.T @ c / x.shape[0]
+def _cov64(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 normalised mean and population covariance of one cloud (``socm_lib.stats``)."""
+    from socm_lib import cloud_covariance, cloud_mean, normalize_cloud
+
+    xn = normalize_cloud(x)
+    return cloud_mean(xn).numpy(), cloud_covariance(xn).numpy()
 
 
 def _one_pair_at_a_time(clouds, pairs, d_sigma_of) -> tuple[np.ndarray, list[float]]:
@@ -169,6 +160,13 @@ def _one_pair_at_a_time(clouds, pairs, d_sigma_of) -> tuple[np.ndarray, list[flo
         times.append(time.perf_counter() - t)
         out.append((d_mu, d_sigma, (1 - d_mu) * d_sigma))
     return np.array(out), times
+
+
+def bures_route(clouds, pairs) -> tuple[np.ndarray, list[float]]:
+    """The library's d x d reference, ``socm_lib.bures_wasserstein_sq`` (float64 eigh), one pair at a time."""
+    from socm_lib import bures_wasserstein_sq
+
+    return _one_pair_at_a_time(clouds, pairs, lambda m1, S1, m2, S2, d_mu: bures_wasserstein_sq(S1, S2) / 4)
 
 
 def scipy_route(clouds, pairs) -> tuple[np.ndarray, list[float]]:
@@ -204,7 +202,8 @@ def route_worker(route: str, source: str, d: int, n_texts: int, pairs: list, cac
     """In a fresh process: one route on ``pairs`` after a warm-up; its figures and timings.
 
     ``route`` is ``"socm"`` (socm_pairs on exactly these pairs: median of ``SUB_REPEATS`` calls) or a
-    d x d route, ``"paper"``, ``"scipy"`` or ``"pot"`` (one pass, timed per batch or per pair).
+    d x d route, ``"paper"``, ``"dxd32"`` (the paper's route without its regulariser), ``"bures"``, ``"scipy"``
+    or ``"pot"`` (one pass, timed per batch or per pair).
     """
     clouds = load_clouds(source, d, n_texts, cache)
     pairs = np.asarray(pairs, dtype=np.int64)
@@ -212,8 +211,10 @@ def route_worker(route: str, source: str, d: int, n_texts: int, pairs: list, cac
         values = socm_on_pairs(clouds, pairs)  # also the warm-up
         timing = common.median_time(lambda: socm_on_pairs(clouds, pairs), repeats=SUB_REPEATS, warmup=0)
         return {"values": values.tolist(), **timing}
-    batch = PAPER_BATCH[d] if route == "paper" else 1
-    run = {"paper": lambda p: paper_route(clouds, p, batch), "scipy": lambda p: scipy_route(clouds, p),
+    batch = PAPER_BATCH[d] if route in ("paper", "dxd32") else 1
+    run = {"paper": lambda p: paper_route_timed(clouds, p, batch),
+           "dxd32": lambda p: paper_route_timed(clouds, p, batch, eps=0.0),
+           "bures": lambda p: bures_route(clouds, p), "scipy": lambda p: scipy_route(clouds, p),
            "pot": lambda p: pot_route(clouds, p, common.optional("ot"))}[route]
     run(pairs[:batch])  # warm-up
     values, times = run(pairs)
@@ -230,7 +231,9 @@ def svd_floor(clouds, n_cores: int, sample: int = 20_000) -> dict:
     """
     from threadpoolctl import threadpool_limits
 
-    factors, _, _ = common.reference_factors(clouds)
+    from socm_lib.reference import lowrank_factor
+
+    factors = [lowrank_factor(x)[0] for x in clouds]
     n = len(clouds)
     pairs = sample_pairs(n, min(sample, n * (n - 1) // 2), seed=1)
     grams = [factors[i] @ factors[j].T for i, j in pairs]
@@ -399,7 +402,9 @@ def run_dataset(name, source, d, n_texts, quick, workdir: Path, ot) -> dict:
         entry["routes"].append(_route_entry(route, pairs, runs[0][0], per_process, ref_sub[: len(pairs)],
                                             same_pps, socm_all_pps, timing))
 
-    add("paper d x d (torch float32 eigh, batched)", "paper", processes=PAPER_PROCESSES[quick])
+    add(PAPER_ROUTE, "paper", processes=PAPER_PROCESSES[quick])
+    add("d x d float32 eigh, no regulariser", "dxd32")
+    add("socm_lib.bures d x d (float64 eigh)", "bures")
     add("scipy sqrtm(S1 S2) (float64)", "scipy")
     if ot is not None:
         add("POT bures_wasserstein_distance (float64)", "pot")
@@ -456,7 +461,8 @@ def main(argv=None) -> int:
         "reference_pairs_checked": "every pair" if args.quick else {
             k: "every pair" if v is None else f"random sample of {v:,} (seed {SEED})"
             for k, v in REFERENCE_CHECK[False].items()},
-        "reference": "float64 numpy, one SVD of A_i A_j^T per pair, no batching (benchmarks/common.py)",
+        "reference": "float64 numpy, one SVD of A_i A_j^T per pair, no batching (socm_lib.reference.lowrank_pairs)",
+        "paper_route": "socm_lib.paper_route: the released code's d x d route (float32, 1e-9 I before each root)",
         "speed_ratio": RATIO_BASIS,
         "speed_ratio_same_pairs": SAME_PAIRS_BASIS,
     }

@@ -362,60 +362,16 @@ def corpus_clouds(n_texts: int, cache: Path | None = None) -> list[np.ndarray]:
 
 
 # ----------------------------------------------------------------------------- the independent reference
-def reference_factors(clouds) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Per text, in float64 numpy: ``A = (X - 1 mu^T) / (||mu|| sqrt(n))``, the unit mean, and ``||A||_F^2``.
-
-    Written from the definitions (Chapter 3); it shares no code with ``socm_lib.pairs``.
-    """
-    factors, means, traces = [], [], []
-    for x in clouds:
-        x = np.asarray(x, dtype=np.float64)
-        mu = x.mean(axis=0)
-        s = np.linalg.norm(mu)
-        A = (x - mu) / (s * np.sqrt(x.shape[0]))
-        factors.append(A)
-        means.append(mu / s)
-        traces.append(float(np.sum(A * A)))
-    return factors, np.array(means), np.array(traces)
-
-
-def _reference_chunk(args):
-    """Nuclear norms ``||A_i A_j^T||_*`` of the given pairs: one matrix product and one LAPACK SVD per pair."""
-    factors, transposed, pairs = args
-    from threadpoolctl import threadpool_limits
-
-    out = np.empty(len(pairs))
-    svd = np.linalg.svd
-    with threadpool_limits(1):
-        for k, (i, j) in enumerate(pairs):
-            out[k] = svd(factors[i] @ transposed[j], compute_uv=False).sum()
-    return out
-
-
 def reference_pairs(clouds, pairs, workers: int | None = None) -> np.ndarray:
-    """``(P, 3)`` array of ``d_mu, d_sigma, SOCM`` in float64: one SVD of ``A_i A_j^T`` per pair, no batching.
+    """``(P, 3)`` array of ``d_mu, d_sigma, SOCM`` by the library's low-rank reference (``socm_lib.reference``).
 
-    ``d_Sigma = (||A_i||_F^2 + ||A_j||_F^2 - 2 ||A_i A_j^T||_*) / 4`` (clipped at 0) and
-    ``d_mu = ||m_i - m_j||^2 / 4``. The SVDs are split over ``workers`` processes (default: the CPU
-    count), one BLAS thread each.
+    One float64 SVD of ``A_i A_j^T`` per pair, no batching, no code shared with ``socm_lib.pairs``;
+    the SVDs are split over ``workers`` processes (default: the CPU count).
     """
-    factors, means, traces = reference_factors(clouds)
-    transposed = [np.ascontiguousarray(A.T) for A in factors]
-    pairs = np.asarray(pairs)
-    workers = workers or os.cpu_count() or 1
-    if workers == 1 or len(pairs) < 2000:
-        nuclear = _reference_chunk((factors, transposed, pairs))
-    else:
-        import multiprocessing as mp
+    from socm_lib.reference import lowrank_pairs
 
-        chunks = np.array_split(pairs, workers * 4)
-        with mp.get_context("fork").Pool(workers) as pool:
-            nuclear = np.concatenate(pool.map(_reference_chunk, [(factors, transposed, c) for c in chunks]))
-    i, j = pairs[:, 0], pairs[:, 1]
-    d_sigma = np.maximum(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
-    diff = means[i] - means[j]
-    d_mu = np.einsum("pk,pk->p", diff, diff) / 4.0
-    return np.stack([d_mu, d_sigma, (1.0 - d_mu) * d_sigma], axis=1)
+    r = lowrank_pairs(clouds, pairs, workers=workers)
+    return np.stack([r.d_mu, r.d_sigma, r.socm], axis=1)
 
 
 def errors(values: np.ndarray, reference: np.ndarray) -> dict:

@@ -3,7 +3,9 @@
 Layers, bottom to top (an import only ever points down):
 
 * core mathematics: :mod:`~socm_lib.checks`, :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`,
-  :mod:`~socm_lib.pairs` (the exact engine), :mod:`~socm_lib.summary` (streamed summaries of millions of pairs);
+  :mod:`~socm_lib.pairs` (the exact engine), :mod:`~socm_lib.summary` (streamed summaries of millions of pairs),
+  :mod:`~socm_lib.reference` (the slow, obviously correct low-rank reference the tests and benchmarks use) and
+  :mod:`~socm_lib.authors_route` (the paper's released d x d route, regulariser included);
 * the paper's published numbers: :mod:`~socm_lib.paper`;
 * models and data: :mod:`~socm_lib.encoders`, :mod:`~socm_lib.extract`, :mod:`~socm_lib.data`;
 * analysis: :mod:`~socm_lib.protocol`, :mod:`~socm_lib.layers`, :mod:`~socm_lib.downstream`,
@@ -15,6 +17,7 @@ Layers, bottom to top (an import only ever points down):
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
 from .pairs import InsufficientMemoryError, PairResult, SOCMResult, all_pairs, socm, socm_pairs
 from .summary import PairSummary, socm_summary
+from .authors_route import paper_route
 from .stats import (
     avg_intra_cosine,
     cloud_covariance,

@@ -10,7 +10,7 @@ import pytest
 from socm_lib import paper
 
 PACKAGE = Path(__file__).resolve().parent.parent / "socm_lib"
-CORE = ("checks", "stats", "bures", "pairs", "summary", "paper")
+CORE = ("checks", "stats", "bures", "pairs", "summary", "reference", "authors_route", "paper")
 LOWER = CORE + ("encoders", "extract", "data", "protocol", "layers", "downstream", "control")
 
 

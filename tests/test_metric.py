@@ -1,8 +1,9 @@
-"""SOCM engine (socm_lib.pairs) against slow references written here, closed forms and invariances.
+"""SOCM engine (socm_lib.pairs) against the slow references, closed forms and invariances.
 
-Every reference in this file is an independent, obviously-correct computation (numpy / scipy, one pair at
-a time); the library's own code path is never used as its own reference, except where the library's d x d
-route (socm_lib.bures) is the stated oracle for rank-deficient clouds.
+The references are the library's two obviously-correct ones (socm_lib.reference, tested on their own in
+tests/test_reference.py): the low-rank float64 computation, one pair at a time, which shares no code with
+the engine, and the d x d route of socm_lib.bures (exact on full-rank clouds, good to about 1e-7 on
+rank-deficient ones).
 """
 
 from __future__ import annotations
@@ -11,58 +12,29 @@ import itertools
 
 import numpy as np
 import pytest
-import scipy.linalg
 import torch
 
 import socm_lib
+from socm_lib.reference import lowrank_pair
 
 RTOL = 1e-10
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Slow references
+# Slow references: socm_lib.reference (low rank, float64, one pair at a time) and socm_lib.bures (d x d)
 # ----------------------------------------------------------------------------------------------------------
-def ref_pair(X1, X2, normalize=True):
-    """One pair, float64, straight from the definitions: returns (d_mu, d_sigma, socm) and the two traces."""
-    X1 = np.array(X1, dtype=np.float64)
-    X2 = np.array(X2, dtype=np.float64)
-    if normalize:
-        X1 = X1 / np.linalg.norm(X1.mean(axis=0))
-        X2 = X2 / np.linalg.norm(X2.mean(axis=0))
-    m1, m2 = X1.mean(axis=0), X2.mean(axis=0)
-    A = (X1 - m1) / np.sqrt(X1.shape[0])
-    B = (X2 - m2) / np.sqrt(X2.shape[0])
-    nuc = float(np.sum(np.linalg.svd(A @ B.T, compute_uv=False)))
-    tr1, tr2 = float(np.sum(A * A)), float(np.sum(B * B))
-    d_sigma = (tr1 + tr2 - 2.0 * nuc) / 4.0
-    d_mu = float(np.sum((m1 - m2) ** 2)) / 4.0
-    return d_mu, d_sigma, (1.0 - d_mu) * d_sigma, tr1, tr2
-
-
 def ref_many(clouds, pairs, normalize=True):
-    rows = [ref_pair(clouds[i], clouds[j], normalize) for i, j in pairs]
+    rows = [lowrank_pair(clouds[i], clouds[j], normalize) for i, j in pairs]
     d_mu, d_sigma, s, tr1, tr2 = (np.array(c) for c in zip(*rows))
     return d_mu, d_sigma, s, np.maximum(tr1, tr2)
 
 
-def eigh_sqrt(S):
-    """Symmetric PSD square root by scipy.linalg.eigh (exact for a full-rank, well-conditioned S)."""
-    lam, V = scipy.linalg.eigh((S + S.T) / 2)
-    return (V * np.sqrt(np.clip(lam, 0, None))) @ V.T
-
-
 def ref_dxd(X1, X2):
-    """d_mu, d_sigma by the d x d route: population covariances of normalised clouds, Bures via eigh-sqrtm."""
-    X1 = np.asarray(X1, np.float64) / np.linalg.norm(np.mean(X1, axis=0))
-    X2 = np.asarray(X2, np.float64) / np.linalg.norm(np.mean(X2, axis=0))
-    m1, m2 = X1.mean(0), X2.mean(0)
-    S1 = (X1 - m1).T @ (X1 - m1) / len(X1)
-    S2 = (X2 - m2).T @ (X2 - m2) / len(X2)
-    R = eigh_sqrt(S1)
-    M = R @ S2 @ R
-    fid = float(np.trace(eigh_sqrt(M)))
-    bw2 = np.trace(S1) + np.trace(S2) - 2 * fid
-    return float(np.sum((m1 - m2) ** 2)) / 4, bw2 / 4
+    """d_mu, d_sigma by the d x d reference (socm_lib.bures) on the normalised clouds' population covariances."""
+    X1n, X2n = socm_lib.normalize_cloud(X1), socm_lib.normalize_cloud(X2)
+    m1, m2 = socm_lib.cloud_mean(X1n), socm_lib.cloud_mean(X2n)
+    bw2 = socm_lib.bures_wasserstein_sq(socm_lib.cloud_covariance(X1n), socm_lib.cloud_covariance(X2n))
+    return float(((m1 - m2) ** 2).sum()) / 4, bw2 / 4
 
 
 def pop_cov(X):
@@ -214,7 +186,7 @@ def test_rank_deficient_matches_dxd_route(d, n):
     ref = socm_lib.bures_wasserstein_sq(S1, S2) / 4
     assert res.d_sigma[0] == pytest.approx(ref, rel=1e-6)
     # and the low-rank float64 reference agrees much more tightly
-    _, d_sigma, _, _, _ = ref_pair(X, Y)
+    d_sigma = lowrank_pair(X, Y).d_sigma
     assert res.d_sigma[0] == pytest.approx(d_sigma, rel=RTOL)
 
 

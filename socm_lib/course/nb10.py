@@ -1,0 +1,57 @@
+r"""Tasks of notebook 10 (the paper's own route): the regulariser's bias by the formula, and measured on a real pair."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..authors_route import REGULARISER
+from . import Task, register
+
+#: Task 2: the first two texts of the notebook's sample (corpus, seed 0) under all-minilm-l6.
+N_TEXTS, SEED = 40, 0
+
+
+def _leading_bias_768() -> float:
+    """(d - r) sqrt(eps)/2 for two 25-token texts (r = 24) at d = 768."""
+    return (768 - 24) * np.sqrt(REGULARISER) / 2
+
+
+def _measured_shift() -> float:
+    """d_sigma by paper_route in float64 minus the exact d_sigma, for texts 0 and 1 of the notebook's sample."""
+    import torch
+
+    from ..authors_route import paper_route
+    from ..data import corpus, sample_texts
+    from ..encoders import load_encoder
+    from ..extract import token_embeddings
+    from ..pairs import socm
+
+    texts = sample_texts(list(corpus()["text"]), N_TEXTS, seed=SEED)[:2]
+    X1, X2 = token_embeddings(load_encoder("all-minilm-l6", device="cpu"), texts, progress=False)
+    route = paper_route([X1, X2], [(0, 1)], dtype=torch.float64, device="cpu", progress=False)
+    return float(route.d_sigma[0] - socm(X1, X2).d_sigma)
+
+
+register(
+    Task(
+        id="nb10.1",
+        question="By the leading term of the derivation, by how much is d_Sigma low for two 25-token texts at d = 768? "
+                 "(a positive number)",
+        expected=_leading_bias_768,
+        rtol=1e-3,
+        atol=0.0,
+        hint="Count the eigenvalues of R Sigma_2 R that are not of real size: d minus the rank of the cross-Gram, "
+             "which is the smaller of the two ranks (n - 1 each); each returns sqrt(eps), and d_Sigma = BW^2/4.",
+        wrong_example=float((768 - 48) * np.sqrt(REGULARISER) / 2),
+    ),
+    Task(
+        id="nb10.2",
+        question="Run paper_route in float64 on texts 0 and 1 of the notebook's all-minilm-l6 clouds and subtract the "
+                 "exact d_Sigma (socm): what is the shift (a negative number)?",
+        expected=_measured_shift,
+        rtol=1e-5,
+        atol=1e-9,
+        hint="Use dtype=torch.float64 and pairs=[(0, 1)] on clouds[0], clouds[1]; the shift is route minus exact.",
+        wrong_example=-_leading_bias_768() / 2,
+    ),
+)
