@@ -4,7 +4,8 @@ Usage: python scripts/run_notebooks.py [notebooks/nb01_socm_by_hand.ipynb ...]  
 
 Each run is recorded in notebooks/execution.json (date, seconds, library versions, model files, and the
 provenance of every encoder a notebook loaded: Hugging Face id and the commit of the snapshot used), and the
-book's status page (book/status.ipynb), which shows that record, is re-executed last. The committed
+book's pages that show that record, the status page (book/status.ipynb) and the lab times of the
+syllabus (book/teaching.ipynb), are re-executed last. The committed
 outputs are what nbval re-checks in CI and what the book shows.
 """
 
@@ -81,9 +82,8 @@ def main(paths) -> None:
     record["notebooks"] = dict(sorted(record["notebooks"].items()))
     record["environment"] = environment(record["notebooks"])
     RECORD.write_text(json.dumps(record, indent=2) + "\n")
-    status = ROOT / "book" / "status.ipynb"
-    if status.exists():
-        run(status)
+    for page in ("status.ipynb", "teaching.ipynb"):  # the book's pages that read the record
+        run(ROOT / "book" / page)
 
 
 if __name__ == "__main__":
