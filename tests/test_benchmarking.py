@@ -151,3 +151,14 @@ def test_committed_scaling_exponents_refit_from_the_points(committed):
         b, a = benchmarking.fit_power_law(x, [p["median_s"] for p in s["points"]])
         assert s["time_exponent"] == pytest.approx(b, rel=1e-9)
         assert s["time_factor"] == pytest.approx(a, rel=1e-9)
+
+
+def test_scaling_table_adds_the_summary_row_when_recorded(scaling):
+    assert "summary" not in set(benchmarking.scaling_table(scaling)["sweep"])
+    point = scaling["texts"]["points"][-1]
+    scaling["summary"] = {**point, "median_s": 7.5, "peak_mib": 12.0, "route": "socm_summary"}
+    table = benchmarking.scaling_table(scaling)
+    last = table.iloc[-1]
+    assert len(table) == 7 and last["sweep"] == "summary"
+    assert (last["texts"], last["pairs"]) == ("1,000", "499,500")
+    assert last["peak MiB"] == benchmarking.mib(12.0)

@@ -55,6 +55,7 @@ def test_quick_tables_and_plot_render(quick_results):
     results = quick_results[0]
     assert len(benchmarking.metric_table(results["metric"])) >= 3
     assert len(benchmarking.allpairs_table(results["metric"])) == len(results["metric"]["datasets"])
+    assert "summary" in results["scaling"]  # socm_summary streamed at the largest all-pairs point
     assert len(benchmarking.scaling_table(results["scaling"])) == sum(
-        len(results["scaling"][s]["points"]) for s in ("texts", "dim"))
+        len(results["scaling"][s]["points"]) for s in ("texts", "dim")) + 1
     assert benchmarking.plot_scaling(results["scaling"]).axes

@@ -157,16 +157,19 @@ def extraction_table(extraction: dict) -> pd.DataFrame:
 
 
 def scaling_table(scaling: dict) -> pd.DataFrame:
-    """Time and peak memory of socm_pairs at each measured size."""
-    rows = []
-    for sweep in ("texts", "dim"):
-        for p in scaling[sweep]["points"]:
-            rows.append({
-                "sweep": "texts" if sweep == "texts" else "d", "texts": f"{p['n_texts']:,}", "d": str(p["d"]),
-                "pairs": f"{p['pairs']:,}", "seconds (median)": seconds(p["median_s"]), "runs": str(len(p["runs_s"])),
-                "pairs/s": rate(p["pairs"] / p["median_s"]), "peak MiB": mib(p["peak_mib"]),
-            })
-    return pd.DataFrame(rows)
+    """Time and peak memory of socm_pairs at each measured size, and of socm_summary where it was measured.
+
+    The last row (sweep ``summary``), present when the record has it, streams the largest all-pairs point
+    through ``socm_summary``, whose memory does not grow with the number of pairs.
+    """
+    points = [("texts" if sweep == "texts" else "d", p) for sweep in ("texts", "dim") for p in scaling[sweep]["points"]]
+    if "summary" in scaling:
+        points.append(("summary", scaling["summary"]))
+    return pd.DataFrame([{
+        "sweep": sweep, "texts": f"{p['n_texts']:,}", "d": str(p["d"]), "pairs": f"{p['pairs']:,}",
+        "seconds (median)": seconds(p["median_s"]), "runs": str(len(p["runs_s"])),
+        "pairs/s": rate(p["pairs"] / p["median_s"]), "peak MiB": mib(p["peak_mib"]),
+    } for sweep, p in points])
 
 
 def targets_table(targets: dict) -> pd.DataFrame:
