@@ -1,8 +1,9 @@
 r"""Token embeddings :math:`X \in \mathbb R^{n\times d}` of each text, from any encoder (notebook 3).
 
 The paper's conventions are the defaults: final layer, special tokens ([CLS],
-[SEP], ...) included, tokenizer defaults with truncation, batch size 64, float32
-statistics. Texts are batched by token length (longest first, so memory peaks at
+[SEP], ...) included, tokenizer defaults with truncation, batch size 64. Each cloud
+is returned as a float32 array (the hidden states as the model computes them in float32);
+the library takes every statistic of it in float64. Texts are batched by token length (longest first, so memory peaks at
 the start), padding never reaches a text's rows (rows are *selected* by the
 attention mask, never multiplied by it: padded positions can hold NaN under some
 attention kernels), and each batch leaves the GPU as soon as it is done.
