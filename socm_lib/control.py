@@ -22,18 +22,18 @@ every ratio below, the tokens have unit norm and
 
 .. math::
 
-    \langle s, s\rangle = \rho, \quad \langle w_t, w_{t'}\rangle = (1-\rho)\,\alpha\,\delta_{tt'}, \quad
-    \langle p_j, p_{j'}\rangle = (1-\rho)(1-\alpha)\,\delta_{jj'},
+    \langle s, s\rangle = \beta, \quad \langle w_t, w_{t'}\rangle = (1-\beta)\,\alpha\,\delta_{tt'}, \quad
+    \langle p_j, p_{j'}\rangle = (1-\beta)(1-\alpha)\,\delta_{jj'},
 
-with all cross products zero. :math:`\rho` is the share of the common component in a token's squared norm
+with all cross products zero. :math:`\beta` is the share of the common component in a token's squared norm
 and :math:`\alpha` the share of the word in the token-specific rest; equal standard deviations give
-:math:`\rho = 1/3` and :math:`\alpha = 1/2`. For a text of length :math:`n` whose token ids occur
+:math:`\beta = 1/3` and :math:`\alpha = 1/2`. For a text of length :math:`n` whose token ids occur
 :math:`m_t` times (:math:`q = \sum_t m_t^2`, equal to :math:`n` when no id repeats), the mean-pooled vector
 :math:`\mu = s + \frac1n \sum_t m_t w_t + \frac1n \sum_{j<n} p_j` has
 
 .. math::
 
-    \lVert\mu\rVert^2 = \rho + (1-\rho)\,\frac{\alpha q + (1-\alpha) n}{n^2}, \qquad
+    \lVert\mu\rVert^2 = \beta + (1-\beta)\,\frac{\alpha q + (1-\alpha) n}{n^2}, \qquad
     c = \frac{1}{\lVert\mu\rVert^2} - 1,
 
 the second by the equal-norm identity :math:`c = 1/\overline{\cos} - 1` (Chapter 7), because
@@ -43,10 +43,10 @@ have
 
 .. math::
 
-    \langle\mu_1, \mu_2\rangle = \rho + (1-\rho)\,\frac{\alpha k + (1-\alpha)\min(n_1, n_2)}{n_1 n_2}, \qquad
+    \langle\mu_1, \mu_2\rangle = \beta + (1-\beta)\,\frac{\alpha k + (1-\alpha)\min(n_1, n_2)}{n_1 n_2}, \qquad
     \cos(\mu_1, \mu_2) = \frac{\langle\mu_1, \mu_2\rangle}{\lVert\mu_1\rVert\,\lVert\mu_2\rVert}.
 
-With :math:`\rho = 1/3`, :math:`\alpha = 1/2` and distinct ids, :math:`c = 2(n-1)/(n+2)`, which rises
+With :math:`\beta = 1/3`, :math:`\alpha = 1/2` and distinct ids, :math:`c = 2(n-1)/(n+2)`, which rises
 towards 2 but never reaches it, and for two texts of equal length :math:`n`,
 :math:`\cos(\mu_1, \mu_2) = (n^2 + n + k)/(n^2 + 2n) = 1 - (n - k)/(n(n+2))`: the means of any two texts
 nearly coincide, because the shared :math:`s` dominates the average once the token-specific parts
@@ -62,13 +62,13 @@ import numpy as np
 
 from .checks import as_texts
 
-RHO = 1 / 3  # common share for equal standard deviations of type, word and position vectors
+BETA = 1 / 3  # common share for equal standard deviations of type, word and position vectors
 ALPHA = 1 / 2  # word share of the token-specific part for equal standard deviations
 
 
-def _check_shares(rho, alpha):
-    if not (0 < rho <= 1 and 0 <= alpha <= 1):
-        raise ValueError(f"rho must be in (0, 1] and alpha in [0, 1]; got rho={rho!r}, alpha={alpha!r}.")
+def _check_shares(beta, alpha):
+    if not (0 < beta <= 1 and 0 <= alpha <= 1):
+        raise ValueError(f"beta must be in (0, 1] and alpha in [0, 1]; got beta={beta!r}, alpha={alpha!r}.")
 
 
 def _lengths(n, name="n"):
@@ -79,9 +79,9 @@ def _lengths(n, name="n"):
 
 
 def shares(sigma_type: float = 0.02, sigma_word: float = 0.02, sigma_position: float = 0.02) -> tuple[float, float]:
-    r"""The shares :math:`(\rho, \alpha)` implied by the standard deviations of the three embedding tables.
+    r"""The shares :math:`(\beta, \alpha)` implied by the standard deviations of the three embedding tables.
 
-    :math:`\rho = \sigma_s^2/(\sigma_s^2 + \sigma_w^2 + \sigma_p^2)` and
+    :math:`\beta = \sigma_s^2/(\sigma_s^2 + \sigma_w^2 + \sigma_p^2)` and
     :math:`\alpha = \sigma_w^2/(\sigma_w^2 + \sigma_p^2)`; equal values (BERT's scheme) give ``(1/3, 1/2)``.
     """
     v = np.array([sigma_type, sigma_word, sigma_position], dtype=np.float64) ** 2
@@ -90,26 +90,26 @@ def shares(sigma_type: float = 0.02, sigma_word: float = 0.02, sigma_position: f
     return float(v[0] / v.sum()), float(v[1] / (v[1] + v[2]))
 
 
-def predicted_mean_norm2(n, q=None, *, rho: float = RHO, alpha: float = ALPHA):
-    r""":math:`\lVert\mu\rVert^2 = \rho + (1-\rho)(\alpha q + (1-\alpha) n)/n^2` for unit tokens (``q`` defaults to ``n``)."""
-    _check_shares(rho, alpha)
+def predicted_mean_norm2(n, q=None, *, beta: float = BETA, alpha: float = ALPHA):
+    r""":math:`\lVert\mu\rVert^2 = \beta + (1-\beta)(\alpha q + (1-\alpha) n)/n^2` for unit tokens (``q`` defaults to ``n``)."""
+    _check_shares(beta, alpha)
     n = _lengths(n)
     q = n if q is None else np.asarray(q, dtype=np.float64)
-    return rho + (1 - rho) * (alpha * q + (1 - alpha) * n) / n**2
+    return beta + (1 - beta) * (alpha * q + (1 - alpha) * n) / n**2
 
 
-def predicted_concentration(n, q=None, *, rho: float = RHO, alpha: float = ALPHA):
+def predicted_concentration(n, q=None, *, beta: float = BETA, alpha: float = ALPHA):
     r"""Predicted concentration ratio :math:`c = 1/\lVert\mu\rVert^2 - 1` of a text of ``n`` tokens.
 
     With distinct token ids (``q = n``) this is
-    :math:`c = (1-\rho)(1 - 1/n) / (\rho + (1-\rho)/n)`, i.e. :math:`2(n-1)/(n+2)` for :math:`\rho = 1/3`;
-    it increases with :math:`n` towards :math:`(1-\rho)/\rho`. ``q`` (:math:`\sum_t m_t^2`) accounts for
+    :math:`c = (1-\beta)(1 - 1/n) / (\beta + (1-\beta)/n)`, i.e. :math:`2(n-1)/(n+2)` for :math:`\beta = 1/3`;
+    it increases with :math:`n` towards :math:`(1-\beta)/\beta`. ``q`` (:math:`\sum_t m_t^2`) accounts for
     repeated ids. See the module docstring for the model and its assumptions.
     """
-    return 1.0 / predicted_mean_norm2(n, q, rho=rho, alpha=alpha) - 1.0
+    return 1.0 / predicted_mean_norm2(n, q, beta=beta, alpha=alpha) - 1.0
 
 
-def predicted_mean_cosine(n1, n2, k=2, q1=None, q2=None, *, rho: float = RHO, alpha: float = ALPHA):
+def predicted_mean_cosine(n1, n2, k=2, q1=None, q2=None, *, beta: float = BETA, alpha: float = ALPHA):
     r"""Predicted :math:`\cos(\mu_1, \mu_2)` of the mean-pooled vectors of two texts.
 
     ``n1``, ``n2``: lengths in tokens (special tokens included); ``k``: shared token occurrences
@@ -118,8 +118,8 @@ def predicted_mean_cosine(n1, n2, k=2, q1=None, q2=None, *, rho: float = RHO, al
     """
     n1, n2 = _lengths(n1, "n1"), _lengths(n2, "n2")
     k = np.asarray(k, dtype=np.float64)
-    cross = rho + (1 - rho) * (alpha * k + (1 - alpha) * np.minimum(n1, n2)) / (n1 * n2)
-    norms = predicted_mean_norm2(n1, q1, rho=rho, alpha=alpha) * predicted_mean_norm2(n2, q2, rho=rho, alpha=alpha)
+    cross = beta + (1 - beta) * (alpha * k + (1 - alpha) * np.minimum(n1, n2)) / (n1 * n2)
+    norms = predicted_mean_norm2(n1, q1, beta=beta, alpha=alpha) * predicted_mean_norm2(n2, q2, beta=beta, alpha=alpha)
     return cross / np.sqrt(norms)
 
 
@@ -147,7 +147,7 @@ def count_statistics(counts) -> dict[str, np.ndarray]:
     return {"n": M.sum(axis=1), "q": np.diag(k).copy(), "k": k}
 
 
-def predict_for_texts(tokenizer, texts, *, rho: float = RHO, alpha: float = ALPHA,
+def predict_for_texts(tokenizer, texts, *, beta: float = BETA, alpha: float = ALPHA,
                       max_length: int | None = None) -> dict[str, np.ndarray]:
     """Predicted ``concentration`` per text and ``cosine`` matrix of the means, from each text's token ids.
 
@@ -155,8 +155,8 @@ def predict_for_texts(tokenizer, texts, *, rho: float = RHO, alpha: float = ALPH
     """
     st = count_statistics(token_counts(tokenizer, texts, max_length=max_length))
     n, q, k = st["n"], st["q"], st["k"]
-    conc = predicted_concentration(n, q, rho=rho, alpha=alpha)
-    cos = predicted_mean_cosine(n[:, None], n[None, :], k, q[:, None], q[None, :], rho=rho, alpha=alpha)
+    conc = predicted_concentration(n, q, beta=beta, alpha=alpha)
+    cos = predicted_mean_cosine(n[:, None], n[None, :], k, q[:, None], q[None, :], beta=beta, alpha=alpha)
     return {"n": n, "k": k, "concentration": conc, "cosine": cos}
 
 
@@ -174,7 +174,7 @@ def measured_statistics(clouds) -> dict[str, np.ndarray]:
 
 
 def embedding_shares(model) -> tuple[float, float]:
-    r"""The shares :math:`(\rho, \alpha)` of an actual draw: mean squared norms of a BERT-type model's tables.
+    r"""The shares :math:`(\beta, \alpha)` of an actual draw: mean squared norms of a BERT-type model's tables.
 
     Uses the token-type row 0 (:math:`s`), the mean over the word table (padding row excluded) and the mean
     over the position table, each centred over its coordinates as LayerNorm does. Raises ``ValueError`` for

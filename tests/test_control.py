@@ -50,7 +50,7 @@ def test_limits():
     assert control.predicted_concentration(1) == pytest.approx(0.0)
     assert control.predicted_mean_cosine(7, 7, k=7) == pytest.approx(1.0)
     # no common component: c = n - 1 (orthogonal unit tokens), cosine only from shared positions/ids
-    assert control.predicted_concentration(10, rho=1e-12) == pytest.approx(9.0)
+    assert control.predicted_concentration(10, beta=1e-12) == pytest.approx(9.0)
 
 
 def test_prediction_matches_simulation_per_text_and_pair():
@@ -76,10 +76,10 @@ def test_unequal_standard_deviations():
     rng = np.random.default_rng(2)
     ids = random_texts(rng, 80)
     sig = (0.03, 0.02, 0.01)
-    rho, alpha = control.shares(*sig)
+    beta, alpha = control.shares(*sig)
     meas = control.measured_statistics(simulate(ids, sigma=sig, seed=3))
     st = control.count_statistics([Counter(x.tolist()) for x in ids])
-    pred = control.predicted_concentration(st["n"], st["q"], rho=rho, alpha=alpha)
+    pred = control.predicted_concentration(st["n"], st["q"], beta=beta, alpha=alpha)
     assert np.mean(np.abs(meas["concentration"] - pred) / pred) < 0.04
     wrong = control.predicted_concentration(st["n"], st["q"])  # the equal-share formula must not fit as well
     assert np.mean(np.abs(meas["concentration"] - wrong) / wrong) > 0.2
@@ -103,9 +103,9 @@ def test_embedding_shares_of_a_bert_type_model():
     torch.manual_seed(0)
     model = BertModel(BertConfig(vocab_size=3000, hidden_size=384, num_hidden_layers=1, num_attention_heads=4,
                                  intermediate_size=64, max_position_embeddings=512))
-    rho, alpha = control.embedding_shares(model)
+    beta, alpha = control.embedding_shares(model)
     # a single 384-d type vector: its squared norm fluctuates by about sqrt(2/384), i.e. 7 per cent
-    assert rho == pytest.approx(1 / 3, rel=0.2)
+    assert beta == pytest.approx(1 / 3, rel=0.2)
     assert alpha == pytest.approx(1 / 2, rel=0.05)
     with pytest.raises(ValueError, match="BERT-type"):
         control.embedding_shares(torch.nn.Linear(2, 2))
@@ -114,8 +114,8 @@ def test_embedding_shares_of_a_bert_type_model():
 def test_bad_input():
     with pytest.raises(ValueError, match="whole numbers"):
         control.predicted_concentration(0)
-    with pytest.raises(ValueError, match="rho"):
-        control.predicted_concentration(5, rho=0)
+    with pytest.raises(ValueError, match="beta"):
+        control.predicted_concentration(5, beta=0)
     with pytest.raises(ValueError, match="non-empty"):
         control.measured_statistics([])
     with pytest.raises(ValueError, match="empty"):
