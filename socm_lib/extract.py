@@ -68,7 +68,7 @@ def token_embeddings(
     max_length
         Truncation length in tokens (default: the tokenizer's own limit).
     half
-        On a GPU, run the forward pass in float16 (statistics stay float32).
+        On a GPU, run the forward pass in float16 (the returned clouds are still float32 arrays, and the library computes every statistic from them in float64).
     progress
         Show a progress bar on stderr; ``None`` shows one for more than 256 texts.
     """
