@@ -114,12 +114,16 @@ def _math(content, info):
     return f"\\[{tex}\\]" if info["display_mode"] else f"\\({tex}\\)"
 
 
+def _markdown_html(notebooks):
+    md = MarkdownIt("commonmark", {"html": True}).use(dollarmath_plugin, renderer=_math)
+    return [f'<section data-cell="{html.escape(name)} {i}">{md.render(src)}</section>'
+            for name, nb in notebooks.items() for i, src in enumerate(_markdown(nb))]
+
+
 def _page(notebooks):
     """One HTML page with every Markdown cell of `notebooks` (name: nb), typeset by the vendored MathJax with no
     book macros and undefined macros as errors (MathJax's `noundefined` package removed)."""
-    md = MarkdownIt("commonmark", {"html": True}).use(dollarmath_plugin, renderer=_math)
-    cells = "".join(f'<section data-cell="{html.escape(name)} {i}">{md.render(src)}</section>'
-                    for name, nb in notebooks.items() for i, src in enumerate(_markdown(nb)))
+    cells = "".join(_markdown_html(notebooks))
     config = "window.MathJax = {tex: {packages: {'[-]': ['noundefined']}}};"
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><script>{config}</script>"
             f"<script src='{MATHJAX.as_uri()}'></script></head><body>{cells}</body></html>")
@@ -132,7 +136,8 @@ def _rendered_errors(notebooks):
         builder = _TreeBuilder()
         builder.feed(_run(["--dump-dom", page.as_uri()]).stdout)
     root = builder.root
-    assert root.select("mjx-container"), "MathJax typeset nothing"
+    formulas = len(re.findall(r"\\\(|\\\[", "".join(_markdown_html(notebooks))))
+    assert formulas and len(root.select("mjx-container")) == formulas, "MathJax did not typeset every formula"
     errors = [n.text() for n in root.select("mjx-merror")]
     return errors, root.text()
 
