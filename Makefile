@@ -3,14 +3,15 @@
 #   make test   every test: library, CLI, notebooks (strict nbval), the built book's HTML and browser checks
 #   make notebooks   re-execute every notebook in place (then commit the outputs)
 #   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
-#   make student   student notebooks (no solutions, no outputs) and their zip in _build/student/
+#   make editions   the Colab/Jupyter edition of every notebook page (book markup resolved) in _build/colab/
+#   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book student test notebooks bench rehearse clean
+.PHONY: venv book build-book editions student test notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -33,8 +34,15 @@ book: build-book
 	$(PY) -m pytest -q tests/test_book_html.py tests/test_browser.py
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html in a browser."
 
-# student edition: every notebook without its solution cells and outputs, and a zip to hand out
+# Colab and Jupyter editions: glue values, links, citations and macros resolved from the built book
+editions: venv
+	@test -f _build/html/objects.inv || { echo "build the book first: make build-book" >&2; exit 1; }
+	rm -rf _build/colab
+	$(PY) scripts/editions.py --out _build/colab
+
+# student edition: built from the editions, without solution cells and outputs, and the kit's zip to hand out
 student: venv
+	@test -f _build/html/objects.inv || { echo "build the book first: make build-book" >&2; exit 1; }
 	rm -rf _build/student
 	$(PY) scripts/student_edition.py --out _build/student notebooks/nb*.ipynb
 

@@ -55,16 +55,18 @@ NOTEBOOK_PAGES = [p for p in _toc_files() if (ROOT / f"{p}.ipynb").exists()]
 
 @pytest.mark.parametrize("page", NOTEBOOK_PAGES)
 def test_notebook_pages_have_valid_colab_links(page):
+    """The Colab buttons open the page's plain edition (scripts/editions.py), which the Pages workflow publishes
+    at the same path on the editions branch (html_theme_options.repository_branch)."""
     html = (HTML / f"{page}.html").read_text(encoding="utf-8")
     repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
-    branch = CONFIG["repository"]["branch"]
+    branch = CONFIG["sphinx"]["config"]["html_theme_options"]["repository_branch"]
     links = re.findall(r'href="(https://colab\.research\.google\.com/github/[^"]+)"', html)
     assert links, f"{page}: no Colab launch link"
     prefix = f"https://colab.research.google.com/github/{repo}/blob/{branch}/"
     for link in links:
         assert link.startswith(prefix), f"{page}: Colab link {link} does not point at {repo}@{branch}"
         path = link[len(prefix):]
-        assert path.endswith(".ipynb") and path in _tracked_files(), f"{page}: {path} is not a tracked notebook"
+        assert path == f"{page}.ipynb" and path in _tracked_files(), f"{page}: {path} is not this page's notebook"
 
 
 def _has_widgets(path: Path) -> bool:

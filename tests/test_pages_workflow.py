@@ -48,3 +48,24 @@ def test_repository_url_is_set_only_in_the_book_config():
     text = WORKFLOW.read_text()
     owner_repo = url.removeprefix("https://github.com/")
     assert owner_repo not in text and url not in text, "the workflow hard-codes the repository URL"
+
+
+def test_publishes_the_editions_on_the_branch_the_colab_buttons_open():
+    """`make editions` runs after the build; its output goes, whole, to the branch named in _config.yml
+    (read by scripts/editions.py --branch, so the workflow names no branch itself)."""
+    steps = _steps("build")
+    commands = [s.get("run", "").strip() for s in steps]
+    assert commands.index("make editions") > commands.index("make build-book")
+    named = next(s for s in steps if "scripts/editions.py --branch" in s.get("run", ""))
+    assert _workflow()["jobs"]["build"]["outputs"]["editions_branch"] == f"${{{{ steps.{named['id']}.outputs.branch }}}}"
+    uploaded = next(s for s in steps if _uses(s, "actions/upload-artifact"))
+    assert uploaded["with"]["path"] == "_build/colab"
+    job = _workflow()["jobs"]["editions"]
+    assert job["needs"] == "build" and job["permissions"]["contents"] == "write"
+    publish = next(s for s in job["steps"] if _uses(s, "peaceiris/actions-gh-pages"))
+    downloaded = next(s for s in job["steps"] if _uses(s, "actions/download-artifact"))
+    assert downloaded["with"]["name"] == uploaded["with"]["name"]
+    assert publish["with"]["publish_dir"] == downloaded["with"]["path"]
+    assert publish["with"]["publish_branch"] == "${{ needs.build.outputs.editions_branch }}"
+    branch = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["html_theme_options"]["repository_branch"]
+    assert branch != "main" and f": {branch}" not in WORKFLOW.read_text()

@@ -1,8 +1,11 @@
-"""The student edition (`make student`, scripts/student_edition.py): every notebook of notebooks/ without its
-solution cells and outputs, zipped; and the book's toggle over solution cells (tags `solution` + `hide-input`).
-tests/fixtures/lab.ipynb is a small "Your turn" lab: statement, task, solution (with output) and check cells."""
+"""The student edition (`make student`, scripts/student_edition.py): every notebook of notebooks/, built from its
+plain (Colab) edition, without its solution cells and outputs, reworded for students; the kit's zip, which runs
+unzipped outside the repository; and the book's toggle over solution cells (tags `solution` + `hide-input`).
+tests/fixtures/lab.ipynb is a small "Your turn" lab: statement, task, solution (with output) and check cells.
+Needs the built book (the editions read it)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +20,8 @@ SCRIPT = ROOT / "scripts" / "student_edition.py"
 FIXTURE = ROOT / "tests" / "fixtures" / "lab.ipynb"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("nb*.ipynb"))
 ZIP_NAME = "socm-book-student.zip"
+KIT = "socm-book-student"
+LIGHT = ["nb01_socm_by_hand.ipynb", "nb09_benchmarks.ipynb"]  # seconds to run; nb09 reads benchmarks/results
 
 
 def _tags(cell):
@@ -41,10 +46,22 @@ def test_every_notebook_has_a_student_edition_and_the_zip_holds_them_all(student
     assert len(NOTEBOOKS) >= 9 and sorted(editions) == [p.name for p in NOTEBOOKS]
     with zipfile.ZipFile(out / ZIP_NAME) as zf:
         assert zf.testzip() is None
-        names = sorted(Path(n).name for n in zf.namelist())
-        assert names == [p.name for p in NOTEBOOKS]
-        for name in zf.namelist():  # the zip holds the student editions, not the originals
+        names = zf.namelist()
+        assert all(n.startswith(f"{KIT}/") for n in names)
+        notebooks = sorted(n for n in names if n.endswith(".ipynb"))
+        assert notebooks == [f"{KIT}/notebooks/{p.name}" for p in NOTEBOOKS]
+        for name in notebooks:  # the zip holds the student editions, not the originals
             assert zf.read(name).decode("utf-8") == (out / Path(name).name).read_text(encoding="utf-8")
+        for data in ("benchmarks/results/*.json", "notebooks/execution.json"):
+            for path in ROOT.glob(data):
+                assert zf.read(f"{KIT}/{path.relative_to(ROOT).as_posix()}") == path.read_bytes()
+        assert len([n for n in names if re.fullmatch(rf"{KIT}/socm_book-[^/]+-py3-none-any\.whl", n)]) == 1
+        readme = zf.read(f"{KIT}/README.md").decode()
+        torch = next(l for l in (ROOT / "requirements.txt").read_text().splitlines() if l.startswith("torch=="))
+        assert torch in readme and "download.pytorch.org/whl/cpu" in readme and "CUDA" in readme
+        pins = zf.read(f"{KIT}/requirements.txt").decode().split()
+        assert pins and all(re.fullmatch(r"[\w.-]+==[\w.+-]+", p) for p in pins)
+        assert set(pins) <= set((ROOT / "requirements.txt").read_text().split())
 
 
 def test_student_editions_have_no_solution_and_no_output(student_notebooks):
@@ -63,10 +80,50 @@ def test_student_editions_keep_every_other_cell_in_order(student_notebooks):
     _, editions = student_notebooks
     for path in NOTEBOOKS:
         original = nbformat.read(path, as_version=4)
-        kept = [(c.cell_type, c.source, _tags(c)) for c in original.cells if "solution" not in _tags(c)]
-        student = [(c.cell_type, c.source, _tags(c)) for c in editions[path.name].cells]
-        assert student == kept, f"{path.name}: the student edition lost or changed a non-solution cell"
+        kept = [c for c in original.cells if "solution" not in _tags(c)]
+        student = editions[path.name].cells
+        assert [(c.cell_type, _tags(c)) for c in student] == [(c.cell_type, _tags(c)) for c in kept], path.name
+        for mine, theirs in zip(student, kept):  # code as written; Markdown without markup as written
+            if mine.cell_type == "code" or not re.search(r"[{}\\]|^#+ Your turn", theirs.source):
+                assert mine.source == theirs.source, f"{path.name}: a cell changed: {theirs.source[:60]!r}"
         assert editions[path.name].metadata.kernelspec == original.metadata.kernelspec
+
+
+def test_student_editions_read_right_and_speak_to_students(student_notebooks):
+    _, editions = student_notebooks
+    for name, nb in editions.items():
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                assert not re.search(r"\{[a-z:]+\}`", cell.source), f"{name}: book markup left"
+                if re.match(r"#+ Your turn", cell.source):
+                    assert not re.search(r"hidden|toggle|solution", cell.source, re.I), f"{name}: {cell.source[:200]}"
+                    assert "check cell" in cell.source
+
+
+def test_the_kit_runs_unzipped_outside_the_repository(student_notebooks, tmp_path):
+    """Unzip the kit in a temporary folder, install its wheel into a folder of its own (the environment's other
+    packages serve as the pinned ones), and execute the light notebooks there: no path leads to the repository."""
+    out, _ = student_notebooks
+    with zipfile.ZipFile(out / ZIP_NAME) as zf:
+        zf.extractall(tmp_path)
+    kit = tmp_path / KIT
+    (wheel,) = kit.glob("*.whl")
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
+                    str(wheel)], check=True, capture_output=True)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    where = subprocess.run([sys.executable, "-c", "import socm_lib; print(socm_lib.__file__)"], cwd=kit, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(site), f"socm_lib came from {where}, not from the kit's wheel"
+    run = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute", "--output-dir",
+                          str(tmp_path / "ran"), *(str(kit / "notebooks" / name) for name in LIGHT)],
+                         cwd=kit / "notebooks", env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"{LIGHT} fail outside the repository:\n{run.stderr[-3000:]}"
+    for name in LIGHT:
+        ran = nbformat.read(tmp_path / "ran" / name, as_version=4)
+        outputs = [o for c in ran.cells if c.cell_type == "code" for o in c.outputs]
+        assert outputs and not [o for o in outputs if o.output_type == "error"]
+        assert str(ROOT) not in json.dumps([o for o in outputs if o.output_type == "stream"]), f"{name} read the repository"
 
 
 def test_on_a_lab_the_solution_goes_and_the_task_and_check_stay(tmp_path):
@@ -81,7 +138,7 @@ def test_on_a_lab_the_solution_goes_and_the_task_and_check_stay(tmp_path):
     assert student.cells.index(task) < student.cells.index(check)
     assert all(c.outputs == [] for c in student.cells if c.cell_type == "code")
     with zipfile.ZipFile(tmp_path / ZIP_NAME) as zf:
-        assert [Path(n).name for n in zf.namelist()] == [FIXTURE.name]
+        assert [Path(n).name for n in zf.namelist() if n.endswith(".ipynb")] == [FIXTURE.name]
 
 
 def test_no_notebook_is_refused(tmp_path):

@@ -1,0 +1,331 @@
+"""The plain (Colab and Jupyter) edition of every book notebook, and the student edition built from it.
+
+    python scripts/editions.py            (what `make editions` runs: writes _build/colab/<same paths>)
+    python scripts/editions.py --branch   (prints the branch the Pages workflow publishes the editions to)
+
+The book's notebooks are written in MyST: glue roles, cross-references, citations and the macros of
+`_config.yml` only mean something to Sphinx. Opened in Jupyter or Colab they show raw. The edition of a
+notebook is the same notebook with that markup resolved into plain Markdown, by a chain of nbconvert
+preprocessors (one transformation, shared by every edition; the student edition adds three more):
+
+- `GluePreprocessor`: ``{glue:text}`key:fmt``` becomes the value the notebook's own outputs record, formatted
+  by myst-nb's own `format_plain_text` (the function the book's glue role calls), so it is exactly the text
+  the book shows.
+- `ReferencePreprocessor`: ``{prf:ref}``, ``{numref}``, ``{eq}`` and ``{doc}`` become Markdown links to the
+  published page and anchor (``html.baseurl`` of `_config.yml`), with the visible text the built book gives
+  them ("Theorem 2", "(9)", a page's title). The text and target are read from the built HTML page of the
+  same notebook (`_build/html`), where Sphinx has already resolved and numbered every reference; a page
+  title for ``{doc}`` from the built book's inventory (`objects.inv`, read by `sphinx.util.inventory`).
+- `CitationPreprocessor`: ``{cite:t}`` / ``{cite:p}`` become "Hara et al. (2026)" / "(Hara et al., 2026)",
+  names and years read from `book/references.bib` by pybtex, linked to the bibliography page.
+- `MacroPreprocessor`: the book macros (`mathjax3_config.tex.macros` of `_config.yml`, the single list) are
+  expanded in the Markdown, so the mathematics renders with a stock MathJax.
+- `ColabBadgePreprocessor`: an "Open in Colab" badge in the first cell, pointing at this edition on the
+  editions branch (`html_theme_options.repository_branch` of `_config.yml`, which the book's Colab buttons
+  use too).
+
+Why preprocessors and not sphinx-tojupyter (the route QuantEcon uses, tried on this book, see BRIEF §3): it
+drops every output (a reader of the Colab edition would see no figure or table until re-running every
+cell, and some cells need a network or minutes), needs a language-synonym setting or code becomes Markdown
+fences, writes links to the local `.ipynb` files unless told otherwise, puts the macros in a `\\newcommand`
+cell and writes inline maths with inner spaces. nbconvert's preprocessors (maintained with Jupyter) keep the
+notebook and its outputs as they are and change only the markup; resolution itself is not redone by hand:
+glue formatting is myst-nb's, reference numbers and targets are Sphinx's (read from the built book).
+"""
+
+import argparse
+import posixpath
+import re
+import shutil
+from functools import cached_property
+from pathlib import Path
+from urllib.parse import quote
+
+import bs4
+import nbformat
+import yaml
+from myst_nb.core.variables import format_plain_text
+from myst_nb.ext.glue import extract_glue_data_cell
+from nbconvert.preprocessors import Preprocessor
+from pybtex.database import parse_file
+from sphinx.util.inventory import InventoryFile
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+OUT = ROOT / "_build" / "colab"
+# the files the notebooks read, relative to the repository root, carried with every edition
+DATA_FILES = ["benchmarks/results/*.json", "notebooks/execution.json", "notebooks/rehearsal.json"]
+
+ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<content>[^`]*)`")
+EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+
+
+class Book:
+    """What the editions need from the book: its configuration and its built HTML."""
+
+    def __init__(self, root: Path = ROOT, html: Path = HTML):
+        self.root, self.html = root, html
+        self.config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+
+    @property
+    def baseurl(self) -> str:
+        return self.config["html"]["baseurl"].rstrip("/") + "/"
+
+    @property
+    def macros(self) -> dict:
+        return self.config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+
+    @property
+    def repository(self) -> str:
+        return self.config["repository"]["url"].removeprefix("https://github.com/")
+
+    @property
+    def editions_branch(self) -> str:
+        return self.config["sphinx"]["config"]["html_theme_options"]["repository_branch"]
+
+    def colab_url(self, path: str) -> str:
+        colab = self.config["launch_buttons"]["colab_url"].rstrip("/")
+        return f"{colab}/github/{self.repository}/blob/{self.editions_branch}/{path}"
+
+    def notebook_pages(self) -> list[str]:
+        """The docnames of the book's pages that are notebooks (the table of contents, in order)."""
+        toc = yaml.safe_load((self.root / "_toc.yml").read_text(encoding="utf-8"))
+        files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+        return [f for f in files if (self.root / f"{f}.ipynb").exists()]
+
+    @cached_property
+    def titles(self) -> dict[str, str]:
+        """Page titles by docname, from the built book's inventory."""
+        path = self.html / "objects.inv"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: build the book first (make build-book)")
+        with path.open("rb") as f:
+            inventory = InventoryFile.load(f, "", posixpath.join)
+        return {name: entry[3] for name, entry in inventory["std:doc"].items()}
+
+    def page_links(self, docname: str) -> dict[str, tuple[str, str]]:
+        """Internal links of a built page's article: absolute URL without base -> visible text, keyed by the
+        link's anchor (or by the target docname for links without one)."""
+        path = self.html / f"{docname}.html"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: build the book first (make build-book)")
+        article = bs4.BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").find("article")
+        links = {}
+        for a in article.find_all("a", class_="internal", href=True):
+            page, _, anchor = a["href"].partition("#")
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(docname), page)) if page else f"{docname}.html"
+            links.setdefault(anchor or target, (f"{target}#{anchor}" if anchor else target, a.get_text()))
+        return links
+
+    @cached_property
+    def bibliography(self):
+        return parse_file(str(self.root / self.config["bibtex_bibfiles"][0])).entries
+
+
+def _replace_roles(source: str, roles: set[str], replace) -> str:
+    return ROLE.sub(lambda m: replace(m["role"], m["content"]) if m["role"] in roles else m[0], source)
+
+
+def _markdown_cells(nb):
+    return [cell for cell in nb.cells if cell.cell_type == "markdown"]
+
+
+class GluePreprocessor(Preprocessor):
+    """``{glue:text}`key:fmt``` -> the glued value, formatted as the book does (myst-nb's format_plain_text)."""
+
+    def preprocess(self, nb, resources):
+        glued = {}
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                copy = nbformat.from_dict(cell)  # extract_glue_data_cell rewrites the outputs it reads
+                glued.update({key: out["data"] for key, out in extract_glue_data_cell(copy)})
+
+        def value(role, content):
+            key, _, fmt = content.rpartition(":") if ":" in content else (content, "", "")
+            if "::" in key:
+                raise ValueError(f"{resources.get('docname')}: glue from another page ({content}) is not supported")
+            if key not in glued or "text/plain" not in glued[key]:
+                raise ValueError(f"{resources.get('docname')}: no glued text/plain named {key!r}: execute the notebook")
+            return format_plain_text(glued[key]["text/plain"], fmt or "s")
+
+        for cell in _markdown_cells(nb):
+            cell.source = _replace_roles(cell.source, {"glue:text", "glue"}, value)
+        return nb, resources
+
+
+class ReferencePreprocessor(Preprocessor):
+    """``{prf:ref}``, ``{numref}``, ``{eq}``, ``{doc}`` -> links to the published page, with the book's text."""
+
+    def preprocess(self, nb, resources):
+        book, docname = resources["book"], resources["docname"]
+        links = {}
+
+        def link(role, content):
+            if not links:  # read the built page only for a notebook that has references
+                links.update(book.page_links(docname))
+            explicit = EXPLICIT.match(content)
+            text, target = (explicit["text"], explicit["target"]) if explicit else (None, content)
+            if role == "doc":
+                page = posixpath.normpath(posixpath.join(posixpath.dirname(docname), target))
+                url, shown = f"{page}.html", book.titles[page]
+            else:
+                anchor = f"equation-{target}" if role == "eq" else target
+                if anchor not in links:
+                    raise ValueError(f"{docname}: the built page has no link to {target!r} ({role}): rebuild the book")
+                url, shown = links[anchor]
+            return f"[{text or shown}]({book.baseurl}{url})"
+
+        for cell in _markdown_cells(nb):
+            cell.source = _replace_roles(cell.source, {"prf:ref", "numref", "eq", "doc", "ref"}, link)
+        return nb, resources
+
+
+def author_year(entry) -> tuple[str, str]:
+    """("Hara et al.", "2026") for a bibliography entry: one or two surnames, or the first and "et al."."""
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    surnames = [" ".join(p.last_names) for p in people]
+    names = surnames[0] if len(surnames) == 1 else " and ".join(surnames) if len(surnames) == 2 else f"{surnames[0]} et al."
+    return names, entry.fields.get("year", "n.d.")
+
+
+class CitationPreprocessor(Preprocessor):
+    """``{cite:t}`key``` -> "[Hara et al. (2026)](…bibliography)"; ``{cite:p}`` -> "([Hara et al., 2026](…))"."""
+
+    def preprocess(self, nb, resources):
+        book = resources["book"]
+        url = f"{book.baseurl}book/bibliography.html"
+
+        def cite(role, content):
+            items = []
+            for key in (k.strip() for k in content.split(",")):
+                if key not in book.bibliography:
+                    raise ValueError(f"{resources['docname']}: {key!r} is not in {book.config['bibtex_bibfiles'][0]}")
+                names, year = author_year(book.bibliography[key])
+                items.append(f"[{names} ({year})]({url})" if role == "cite:t" else f"[{names}, {year}]({url})")
+            return ", ".join(items) if role == "cite:t" else "(" + "; ".join(items) + ")"
+
+        for cell in _markdown_cells(nb):
+            cell.source = _replace_roles(cell.source, {"cite:t", "cite:p"}, cite)
+        return nb, resources
+
+
+def _argument(text: str, i: int) -> tuple[str, int]:
+    """The TeX argument starting at text[i] (after spaces): a balanced {…} group's inside, or one token."""
+    while i < len(text) and text[i] == " ":
+        i += 1
+    if i < len(text) and text[i] == "{":
+        depth = 0
+        for j in range(i, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                return text[i + 1:j], j + 1
+        raise ValueError(f"unbalanced braces in {text[i:i + 40]!r}")
+    control = re.match(r"\\[A-Za-z]+|\\.|.", text[i:], re.S)
+    if control is None:
+        raise ValueError("a macro argument is missing at the end of the text")
+    return control[0], i + len(control[0])
+
+
+def expand_macros(text: str, macros: dict) -> str:
+    """Expand the book's MathJax macros (name: body, or name: [body with #1…, number of arguments])."""
+    pattern = re.compile(r"\\(" + "|".join(sorted(map(re.escape, macros), key=len, reverse=True)) + r")(?![A-Za-z])")
+    for _ in range(10):  # macros may use macros
+        out, i, changed = [], 0, False
+        for m in pattern.finditer(text):
+            if m.start() < i:
+                continue
+            body, nargs = (macros[m[1]], 0) if isinstance(macros[m[1]], str) else macros[m[1]]
+            j = m.end()
+            for k in range(1, nargs + 1):
+                arg, j = _argument(text, j)
+                body = body.replace(f"#{k}", arg)
+            out += [text[i:m.start()], body]
+            i, changed = j, True
+        text = "".join(out) + text[i:]
+        if not changed:
+            return text
+    raise ValueError("the book macros expand into themselves")
+
+
+class MacroPreprocessor(Preprocessor):
+    """The book macros of _config.yml expanded in every Markdown cell."""
+
+    def preprocess(self, nb, resources):
+        for cell in _markdown_cells(nb):
+            cell.source = expand_macros(cell.source, resources["book"].macros)
+        return nb, resources
+
+
+BADGE = "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})"
+
+
+class ColabBadgePreprocessor(Preprocessor):
+    """An "Open in Colab" badge, pointing at this edition, at the top of the first Markdown cell."""
+
+    def preprocess(self, nb, resources):
+        badge = BADGE.format(url=resources["book"].colab_url(quote(resources["docname"]) + ".ipynb"))
+        first = next(iter(_markdown_cells(nb)), None)
+        if first is None:
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(badge))
+        else:
+            first.source = f"{badge}\n\n{first.source}"
+        return nb, resources
+
+
+PLAIN = [GluePreprocessor, ReferencePreprocessor, CitationPreprocessor, MacroPreprocessor, ColabBadgePreprocessor]
+
+
+def run_preprocessors(nb, preprocessors, resources):
+    for preprocessor in preprocessors:  # .preprocess runs them whatever their `enabled` default
+        nb, resources = preprocessor().preprocess(nb, resources)
+    nbformat.validate(nb)
+    return nb
+
+
+def plain_edition(docname: str, book: Book | None = None, preprocessors=PLAIN) -> nbformat.NotebookNode:
+    """The Colab/Jupyter edition of the book page `docname` (e.g. "notebooks/nb01_socm_by_hand"), or, given
+    more `preprocessors` after PLAIN's, an edition built from it."""
+    book = book or Book()
+    nb = nbformat.read(book.root / f"{docname}.ipynb", as_version=4)
+    return run_preprocessors(nb, preprocessors, {"book": book, "docname": docname})
+
+
+def copy_data_files(root: Path, out: Path) -> list[Path]:
+    """Copy the files the notebooks read (DATA_FILES) from `root` to the same paths under `out`."""
+    copied = []
+    for pattern in DATA_FILES:
+        for path in sorted(root.glob(pattern)):
+            target = out / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            copied.append(target)
+    return copied
+
+
+def write_editions(out: Path = OUT, book: Book | None = None) -> list[Path]:
+    """Write the edition of every notebook page to `out`/<docname>.ipynb, with the data files; return paths."""
+    book = book or Book()
+    written = []
+    for docname in book.notebook_pages():
+        path = out / f"{docname}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(plain_edition(docname, book), path)
+        written.append(path)
+    copy_data_files(book.root, out)
+    return written
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="folder for the editions (default _build/colab)")
+    parser.add_argument("--branch", action="store_true", help="print the editions branch and exit")
+    args = parser.parse_args(argv)
+    if args.branch:
+        print(Book().editions_branch)
+        return
+    written = write_editions(args.out)
+    print(f"{len(written)} editions in {args.out}/")
+
+
+if __name__ == "__main__":
+    main()

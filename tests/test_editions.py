@@ -1,0 +1,154 @@
+"""The Colab and Jupyter editions (scripts/editions.py, `make editions`): every notebook page of the book without
+its MyST markup, its glue roles replaced by the values the built book shows, its references linked to the
+published pages, its mathematics rendering with a stock MathJax (the vendored one, no book macros, undefined
+macros made errors) in headless Chromium. Needs the built book (`make test` builds it first)."""
+
+import html
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import bs4
+import nbformat
+import pytest
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import editions  # noqa: E402
+from test_browser import _TreeBuilder, _run  # noqa: E402  (the offline headless Chromium of the browser tests)
+
+BOOK = editions.Book()
+PAGES = BOOK.notebook_pages()
+MATHJAX = ROOT / "_build" / "vendor" / "mathjax" / "tex-mml-chtml.js"
+MYST_ROLE = re.compile(r"\{[a-z]+(?::[a-z]+)?\}`")
+DIRECTIVE = re.compile(r"^\s*(```+|~~~+|:::+)\s*\{", re.M)
+TARGET = re.compile(r"^\s*\([\w-]+\)=\s*$", re.M)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    out = tmp_path_factory.mktemp("colab")
+    paths = editions.write_editions(out, BOOK)
+    return out, {p.relative_to(out).with_suffix("").as_posix(): nbformat.read(p, as_version=4) for p in paths}
+
+
+def _markdown(nb):
+    return [c.source for c in nb.cells if c.cell_type == "markdown"]
+
+
+def test_every_notebook_page_has_an_edition_with_its_data_files(written):
+    out, eds = written
+    assert sorted(eds) == sorted(PAGES) and len(PAGES) >= 10
+    for pattern in editions.DATA_FILES:
+        assert sorted(p.relative_to(out) for p in out.glob(pattern)) == sorted(p.relative_to(ROOT) for p in ROOT.glob(pattern))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_myst_role_directive_target_or_book_macro_is_left(written, page):
+    nb = written[1][page]
+    macro = re.compile(r"\\(" + "|".join(BOOK.macros) + r")(?![A-Za-z])")
+    for source in _markdown(nb):
+        for pattern in (MYST_ROLE, DIRECTIVE, TARGET, macro):
+            assert not pattern.search(source), f"{page}: {pattern.search(source)[0]!r} left in {source[:80]!r}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_code_cells_and_outputs_are_the_notebooks_own(written, page):
+    original = nbformat.read(ROOT / f"{page}.ipynb", as_version=4)
+    nb = written[1][page]
+    assert [(c.cell_type, c.get("outputs")) for c in nb.cells] == [(c.cell_type, c.get("outputs")) for c in original.cells]
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == [c.source for c in original.cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_glue_role_becomes_exactly_the_text_the_built_book_shows(page):
+    """The values put in place of the glue roles, in order, are the texts of the page's pasted glue in the built
+    HTML. The roles are fenced with markers first, so what replaced each one can be read back."""
+    nb = nbformat.read(ROOT / f"{page}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = re.sub(r"\{glue(:text)?\}`[^`]*`", lambda m: f"\x02{m[0]}\x03", cell.source)
+    nb, _ = editions.GluePreprocessor().preprocess(nb, {"book": BOOK, "docname": page})
+    replaced = [v for s in _markdown(nb) for v in re.findall("\x02(.*?)\x03", s, re.S)]
+    soup = bs4.BeautifulSoup((BOOK.html / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+    shown = [span.get_text() for span in soup.find("article").find_all("span", class_="pasted-text")]
+    assert replaced == shown
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_reference_links_point_at_published_pages_and_anchors_of_the_book(written, page):
+    base = re.escape(BOOK.baseurl)
+    for source in _markdown(written[1][page]):
+        for text, target in re.findall(r"\[([^\]]+)\]\(" + base + r"([^)\s]+)\)", source):
+            path, _, anchor = target.partition("#")
+            built = BOOK.html / path
+            assert built.exists(), f"{page}: link to {target}, which the book does not have"
+            if anchor:
+                assert f'id="{anchor}"' in built.read_text(encoding="utf-8"), f"{page}: no anchor {anchor} in {path}"
+            assert text.strip() and "`" not in text
+
+
+def test_a_theorem_reference_and_a_citation_read_as_the_book_gives_them(written):
+    text = "\n".join(_markdown(written[1]["notebooks/nb01_socm_by_hand"]))
+    assert f"[Theorem 2]({BOOK.baseurl}book/ch03_socm.html#thm-ch03-dmu-cos)" in text
+    assert editions.author_year(BOOK.bibliography["hara2026socm"]) == ("Hara et al.", "2026")
+
+
+def test_the_first_cell_has_a_colab_badge_opening_this_edition(written):
+    for page, nb in written[1].items():
+        url = f"https://colab.research.google.com/github/{BOOK.repository}/blob/{BOOK.editions_branch}/{page}.ipynb"
+        assert nb.cells[0].cell_type == "markdown" and f"]({url})" in nb.cells[0].source.splitlines()[0]
+
+
+def test_macros_expand_with_arguments_and_nesting():
+    macros = {"dmu": "d_{\\mu}", "norm": ["\\lVert #1 \\rVert", 1], "twice": ["\\norm{#1}\\norm{#1}", 1]}
+    assert editions.expand_macros(r"$\dmu + \norm{x_{1}} - \twice a \dmuch$", macros) == \
+        r"$d_{\mu} + \lVert x_{1} \rVert - \lVert a \rVert\lVert a \rVert \dmuch$"
+
+
+def _math(content, info):
+    tex = html.escape(content)
+    return f"\\[{tex}\\]" if info["display_mode"] else f"\\({tex}\\)"
+
+
+def _markdown_html(notebooks):
+    md = MarkdownIt("commonmark", {"html": True}).use(dollarmath_plugin, renderer=_math)
+    return [f'<section data-cell="{html.escape(name)} {i}">{md.render(src)}</section>'
+            for name, nb in notebooks.items() for i, src in enumerate(_markdown(nb))]
+
+
+def _page(notebooks):
+    """One HTML page with every Markdown cell of `notebooks` (name: nb), typeset by the vendored MathJax with no
+    book macros and undefined macros as errors (MathJax's `noundefined` package removed)."""
+    cells = "".join(_markdown_html(notebooks))
+    config = "window.MathJax = {tex: {packages: {'[-]': ['noundefined']}}};"
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><script>{config}</script>"
+            f"<script src='{MATHJAX.as_uri()}'></script></head><body>{cells}</body></html>")
+
+
+def _rendered_errors(notebooks):
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "editions.html"
+        page.write_text(_page(notebooks), encoding="utf-8")
+        builder = _TreeBuilder()
+        builder.feed(_run(["--dump-dom", page.as_uri()]).stdout)
+    root = builder.root
+    formulas = len(re.findall(r"\\\(|\\\[", "".join(_markdown_html(notebooks))))
+    assert formulas and len(root.select("mjx-container")) == formulas, "MathJax did not typeset every formula"
+    errors = [n.text() for n in root.select("mjx-merror")]
+    return errors, root.text()
+
+
+def test_the_editions_render_with_a_stock_mathjax_without_errors_or_raw_glue(written):
+    assert MATHJAX.exists(), "the vendored MathJax is missing: run scripts/fetch_assets.sh _build/vendor"
+    errors, text = _rendered_errors(written[1])
+    assert errors == [] and "{glue" not in text
+
+
+def test_the_same_check_flags_the_book_sources(written):
+    """The rendering check can fail: the book's own Markdown, macros and roles unresolved, gives errors."""
+    errors, text = _rendered_errors({"nb01": nbformat.read(ROOT / "notebooks/nb01_socm_by_hand.ipynb", as_version=4)})
+    assert errors and "{glue" in text
