@@ -21,8 +21,12 @@ space and is put in front unless the text already starts with one, and the Viter
 over the vocabulary's log-probabilities is taken over the whole string (an unknown
 character is one ``<unk>``, scored 10 below the lowest piece). A text is then
 ``<s> ... </s>``, and the engine mean-pools over all of its tokens, special ones included.
-:func:`build_tokenizer` writes the same pipeline for ``tokenizers`` (the table as
-``Replace`` steps, one per distinct output; ``Metaspace`` without splitting).
+:func:`build_tokenizer` writes the same pipeline for ``tokenizers``: the table as a
+precompiled charsmap (:func:`charsmap`), ``Metaspace`` without splitting, Unigram. One
+difference is known: ``Precompiled`` first looks a whole grapheme of under 6 bytes up, so
+a grapheme that *starts* with a mapped code point and goes on with a combining mark (say
+a full-width letter and an accent) is replaced as a whole by the first code point's output,
+where the engine keeps the mark; no text of the book's corpora has one (tested).
 
 Texts longer than 510 content tokens: the engine averages windows of 510 tokens; here,
 like every encoder of the library, a text is truncated at 512 tokens.
@@ -223,6 +227,54 @@ def bert_config(f: E5File):
                       position_embedding_type="absolute", architectures=["BertModel"])
 
 
+def charsmap(norm: dict) -> bytes:
+    """The normalisation table as a SentencePiece *precompiled charsmap* (what ``normalizers.Precompiled`` reads).
+
+    Layout: u32 size of the trie in bytes, the trie (a darts-clone double array of u32 units keyed by the
+    UTF-8 bytes of each code point), then the outputs, each UTF-8 and NUL-terminated; a key's value is the
+    byte offset of its output. A unit reached with byte ``c`` holds ``c`` (bits 0-7), "has a value" (bit 8)
+    and the XOR offset to its children's base ``b`` (bits 10-31); child ``c'`` sits at ``b ^ c'`` and the
+    value unit (bit 31 set) at ``b``. Bases are placed first-fit.
+    """
+    outputs = bytearray()
+    trie: dict = {}  # nested dicts of bytes; the key None holds a value
+    for cp in sorted(norm):
+        out = "".join(map(chr, norm[cp])).encode("utf-8")
+        node = trie
+        for byte in chr(cp).encode("utf-8"):
+            node = node.setdefault(byte, {})
+        node[None] = len(outputs)
+        outputs += out + b"\0"
+    units = {0: 0}  # index -> unit; the root's unit is at 0
+    used = {0}
+    todo = [(0, trie)]  # (index of the node's unit, node)
+    free, size = 1, 256
+    while todo:
+        index, node = todo.pop()
+        labels = [c for c in node if c is not None]
+        need = ([0] if None in node else []) + labels
+        while free in used:
+            free += 1
+        base = free
+        while any((base ^ c) in used for c in need):
+            base += 1
+        if base ^ index >= 1 << 22:
+            raise ValueError("normalisation table too large for a precompiled charsmap")
+        size = max(size, (base | 0xFF) + 1)  # a lookup may step to base ^ any byte: keep it inside the array
+        units[index] |= (base ^ index) << 10 | ((1 << 8) if None in node else 0)
+        if None in node:
+            units[base] = node[None] | (1 << 31)
+            used.add(base)
+        for c in labels:
+            units[base ^ c] = c
+            used.add(base ^ c)
+            todo.append((base ^ c, node[c]))
+    array = np.zeros(size, dtype="<u4")
+    for i, u in units.items():
+        array[i] = u
+    return struct.pack("<I", array.nbytes) + array.tobytes() + bytes(outputs)
+
+
 def build_tokenizer(f: E5File):
     """A ``transformers`` fast tokenizer that gives the engine's token ids (see the module docstring)."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
@@ -231,16 +283,8 @@ def build_tokenizer(f: E5File):
     unk, bos, eos, pad = (f.special[k] for k in ("unk", "bos", "eos", "pad"))
     vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores)]
     tok = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=False))
-    by_output: dict[tuple, list[int]] = {}
-    for cp, outs in sorted(f.norm.items()):
-        by_output.setdefault(outs, []).append(cp)
-
-    def char_class(cps):
-        return "[" + "".join(f"\\x{{{c:x}}}" for c in cps) + "]"
-
-    steps = [normalizers.Replace(Regex(char_class(cps)), "".join(map(chr, outs))) for outs, cps in by_output.items()]
-    steps.append(normalizers.Replace(Regex(" {2,}"), " "))
-    tok.normalizer = normalizers.Sequence(steps)
+    tok.normalizer = normalizers.Sequence([normalizers.Precompiled(charsmap(f.norm)),
+                                           normalizers.Replace(Regex(" {2,}"), " ")])
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=False)
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=False)
     b, e = f.pieces[bos], f.pieces[eos]

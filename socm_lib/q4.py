@@ -105,27 +105,38 @@ def round_trip_linear_layers(model):
     return model
 
 
-def shift(reference, other, texts, *, pairs=None, device=None, progress=None) -> dict:
-    """How far ``other``'s SOCM moves from ``reference``'s on the same texts and pairs (default: all pairs).
+def compare(reference, other) -> dict:
+    """How far ``other``'s per-pair results move from ``reference``'s (two :class:`~socm_lib.pairs.PairResult` of the same pairs).
 
-    Returns the two models' averages of SOCM, :math:`d_\\mu` and :math:`d_\\Sigma`, their differences
-    (``other`` minus ``reference``, keys ``shift_socm`` ...), the largest per-pair change of SOCM, and the
-    Pearson and Spearman correlations of the per-pair SOCM values. Statistics in float64.
+    Returns the two averages of SOCM, :math:`d_\\mu` and :math:`d_\\Sigma`, their differences (``other`` minus
+    ``reference``: keys ``shift_socm``, ``shift_d_mu``, ``shift_d_sigma``), the largest per-pair change of SOCM,
+    and the Pearson and Spearman correlations of the per-pair SOCM values. Statistics in float64.
     """
     from scipy.stats import pearsonr, spearmanr
 
+    if not (np.array_equal(reference.i, other.i) and np.array_equal(reference.j, other.j)):
+        raise ValueError("reference and other must hold the same pairs in the same order (measure the same texts).")
+    out = {"pairs": len(reference)}
+    for key in ("socm", "d_mu", "d_sigma"):
+        x, y = np.asarray(getattr(reference, key), np.float64), np.asarray(getattr(other, key), np.float64)
+        out[f"reference_{key}"] = float(x.mean())
+        out[f"other_{key}"] = float(y.mean())
+        out[f"shift_{key}"] = float(y.mean() - x.mean())
+    x, y = np.asarray(reference.socm, np.float64), np.asarray(other.socm, np.float64)
+    out["max_abs_pair_change_socm"] = float(np.abs(y - x).max())
+    out["pearson_socm"] = float(pearsonr(x, y)[0]) if len(x) > 1 else float("nan")
+    out["spearman_socm"] = float(spearmanr(x, y)[0]) if len(x) > 1 else float("nan")
+    return out
+
+
+def shift(reference, other, texts, *, pairs=None, device=None, progress=None) -> dict:
+    """:func:`compare` of two encoders measured on the same ``texts`` and ``pairs`` (default: all pairs).
+
+    For the paper's protocol pass ``socm_lib.sample_texts(texts, 1000, 0)``; a notebook that has measured both
+    already (``socm_lib.paper_protocol``) calls :func:`compare` on their ``.pairs`` instead.
+    """
     from .protocol import measure
 
     a = measure(reference, texts, pairs, device=device, progress=progress).pairs
     b = measure(other, texts, pairs, device=device, progress=progress).pairs
-    out = {"pairs": len(a)}
-    for key in ("socm", "d_mu", "d_sigma"):
-        x, y = np.asarray(getattr(a, key), np.float64), np.asarray(getattr(b, key), np.float64)
-        out[f"reference_{key}"] = float(x.mean())
-        out[f"other_{key}"] = float(y.mean())
-        out[f"shift_{key}"] = float(y.mean() - x.mean())
-    x, y = np.asarray(a.socm, np.float64), np.asarray(b.socm, np.float64)
-    out["max_abs_pair_change_socm"] = float(np.abs(y - x).max())
-    out["pearson_socm"] = float(pearsonr(x, y)[0])
-    out["spearman_socm"] = float(spearmanr(x, y)[0])
-    return out
+    return compare(a, b)
