@@ -5,6 +5,16 @@ little-endian file, ``e5-small-q4.bin`` ("E5S1"), read by its small C engine (``
 shipped beside it), which returns only pooled sentence vectors. This module reads the
 same file into a ``transformers`` :class:`~transformers.BertModel` and a ``tokenizers``
 fast tokenizer, so the library sees every token, as for any other encoder.
+This model is *multilingual-e5-small* (XLM-R vocabulary, 12 layers, d = 384), neither
+the paper's e5-small (``intfloat/e5-small-v2``) nor GTE; and its weights are 4-bit, so its
+SOCM carries the uncertainty that :func:`socm_lib.q4.shift` measures on all-MiniLM-L6-v2.
+
+The file (:func:`read_file`): ``"E5S1"``, u32 version, i32 hidden size, layers, heads,
+intermediate size, vocabulary rows, positions, token types, f32 LayerNorm eps, i32 block
+size (32); the vocabulary (i32 count, i32 ids of ``<s> </s> <pad> <unk>``, u64 blob length,
+u32 offsets, f32 scores, UTF-8 pieces); the normalisation table (i32 count, u32 bytes, records
+u32 code point, u8 k, k x u32 output); the tensor directory (i32 count; per tensor u16 name
+length, name, u8 dtype 0 = float32 / 1 = Q4_0, u32 elements, u64 offset, u64 bytes).
 
 Weights. Every linear layer and the word embedding are stored as *Q4_0* (blocks of 32
 weights along the input dimension, :math:`w_j = (q_j - 8)\,\delta`; see :mod:`socm_lib.q4`),

