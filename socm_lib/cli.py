@@ -119,7 +119,8 @@ def _write_chunk(handle, texts: list[str], extra: dict, start: int, chunk) -> No
 def models(_args) -> int:
     for name, spec in REGISTRY.items():
         paper = "" if spec.paper_socm is None else f"  paper SOCM {spec.paper_socm:.3f}"
-        print(f"{name:20s} {spec.kind:12s} {spec.hf_id or '(offline)'}{paper}")
+        label = f"  [{spec.label}]" if spec.label else ""
+        print(f"{name:27s} {spec.kind:12s} {spec.hf_id or '(offline)'}{paper}{label}")
     return 0
 
 

