@@ -4,13 +4,15 @@
 #   make notebooks   re-execute every notebook in place (then commit the outputs)
 #   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
 #   make student   student notebooks (no solutions, no outputs) and their zip in _build/student/
+#   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
+#   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book student test notebooks bench rehearse clean
+.PHONY: venv book build-book student student-book pdf test notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -37,6 +39,16 @@ book: build-book
 student: venv
 	rm -rf _build/student
 	$(PY) scripts/student_edition.py --out _build/student notebooks/nb*.ipynb
+
+# the student book: a copy of the sources with sphinx-exercise's hide_solutions and the solution cells removed
+student-book: venv $(VENDOR)/.fetched
+	$(PY) scripts/student_book.py --out _build/student-book
+	$(PY) -m pytest -q tests/test_student_book.py
+
+# the book printed page by page with Debian's chromium (MathJax typeset offline) and joined with poppler's pdfunite
+pdf: build-book
+	$(PY) scripts/book_pdf.py --out _build/pdf/socm-book.pdf
+	$(PY) -m pytest -q tests/test_pdf.py
 
 test: build-book
 	$(PY) -m pytest tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
