@@ -20,7 +20,7 @@ def _rubric_rows():
 
 
 def test_every_exercise_is_assigned_by_label():
-    assert all(LABELS.values()), "a chapter without exercises, or the label pattern changed"
+    assert sum(map(len, LABELS.values())) >= 30, "fewer exercises than the book has: has the label pattern changed?"
     sessions = SOURCE.split("## How long the labs take", 1)[0]
     for chapter, labels in LABELS.items():
         for label in labels:
