@@ -1,17 +1,19 @@
 # socm-book: one virtual environment, pinned by requirements.txt.
 #   make book   build the book from the committed notebooks, check it, and say where to open it
-#   make test   every test: library, CLI, notebooks (strict nbval), the built book's HTML and browser checks
+#   make test   every test: library, CLI, notebooks (strict nbval), the built book's HTML and browser checks, the student book and the PDF
 #   make notebooks   re-execute every notebook in place (then commit the outputs)
 #   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
 #   make editions   the Colab/Jupyter edition of every notebook page (book markup resolved) in _build/colab/
 #   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
+#   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
+#   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book editions student test notebooks bench rehearse clean
+.PHONY: venv book build-book editions student build-student-book student-book build-pdf pdf test notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -46,7 +48,22 @@ student: venv
 	rm -rf _build/student
 	$(PY) scripts/student_edition.py --out _build/student notebooks/nb*.ipynb
 
-test: build-book
+# the student book: a copy of the sources with sphinx-exercise's hide_solutions and the solution cells removed
+build-student-book: venv $(VENDOR)/.fetched
+	$(PY) scripts/student_book.py --out _build/student-book
+
+student-book: build-book build-student-book  # the checks compare with the main book, where the solutions are
+	$(PY) -m pytest -q tests/test_student_book.py
+	@echo "The student book is built: open $(CURDIR)/_build/student-book/html/index.html in a browser."
+
+# the book printed page by page with Debian's chromium (MathJax typeset offline) and joined with poppler's pdfunite
+build-pdf: build-book
+	$(PY) scripts/book_pdf.py --out _build/pdf/socm-book.pdf
+
+pdf: build-pdf
+	$(PY) -m pytest -q tests/test_pdf.py
+
+test: build-book build-student-book build-pdf
 	$(PY) -m pytest tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
 
 notebooks: venv
