@@ -38,6 +38,7 @@ register(
         kind="number",
         rtol=1e-4,  # float32 extraction
         atol=0.0,
+        close_rtol=1e-3,  # dropping the special tokens moves c by only 0.25 %
         hint="Use the final layer with the special tokens kept, the population spread S (divide by n) and the raw mean.",
         wrong_example=2.6892,  # the ratio with the special tokens dropped
     ),
