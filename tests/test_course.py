@@ -79,3 +79,75 @@ def test_every_check_in_the_notebooks_is_registered():
         for cell in read(path).cells:
             for task_id in CHECK.findall(cell.source) if cell.cell_type == "code" else []:
                 assert course.get_task(task_id).id == task_id
+
+
+def _forms(x: float):
+    """The same number as students hold it: Python and numpy scalars, 0-d and one-element arrays and tensors."""
+    import torch
+
+    return [x, np.float64(x), np.float32(x), np.array(x), np.array([x]), torch.tensor(x, dtype=torch.float64),
+            torch.tensor([x], dtype=torch.float64), torch.tensor(x)]
+
+
+def test_numbers_in_every_form_are_accepted():
+    e = course.expected_value("nb01.1")
+    for answer in _forms(e):
+        assert course.verdict("nb01.1", answer).status == "right", type(answer)
+    for answer in _forms(course.get_task("nb01.1").wrong_example):
+        assert course.verdict("nb01.1", answer).status == "wrong", type(answer)
+
+
+def test_rounded_answers_meeting_the_stated_precision_are_right():
+    assert course.verdict("nb01.1", 0.1464).status == "right"  # four significant digits, worked out on paper
+    assert course.verdict("nb01.2", 0.0800).status == "right"
+    assert "4 significant digits" in course.get_task("nb01.2").precision
+
+
+def test_close_answers_are_told_to_give_more_digits():
+    e = course.expected_value("nb01.2")
+    v = course.verdict("nb01.2", e * 1.004)  # 0.4 %: outside the tolerance, within about 1 %
+    assert v.status == "close" and "more digits" in v.line()
+    assert f"{e:.4f}" not in v.line() and f"{e:.3f}" not in v.line()
+    assert course.verdict("nb01.2", e * 1.03).status == "wrong"
+
+
+@pytest.mark.parametrize("bad", ["0.1", [1.0, 2.0], np.zeros(3), True, None, {"a": 1}])
+def test_form_is_judged_before_anything_is_computed(monkeypatch, bad):
+    calls = []
+    task = course.Task(id="nb99.1", question="a spy", expected=lambda: calls.append(1) or 1.0, rtol=1e-3)
+    monkeypatch.setitem(course._TASKS, task.id, task)
+    course.expected_value.cache_clear()
+    assert course.verdict(task.id, bad).status in ("malformed", "unanswered")
+    assert calls == []
+    course.expected_value.cache_clear()
+
+
+def test_expected_value_is_computed_once_and_without_progress_bars(monkeypatch, capsys):
+    from tqdm import tqdm
+
+    calls = []
+
+    def expected():
+        calls.append(1)
+        for _ in tqdm(range(3), desc="a bar a check must not show"):
+            pass
+        return 2.0
+
+    task = course.Task(id="nb99.2", question="a spy", expected=expected, rtol=1e-3)
+    monkeypatch.setitem(course._TASKS, task.id, task)
+    course.expected_value.cache_clear()
+    for answer in (2.0, 2.01, 3.0, 2.0):
+        course.check(task.id, answer)
+    assert calls == [1]
+    out = capsys.readouterr()
+    assert "a bar" not in out.out + out.err
+    assert out.out.splitlines() == ["nb99.2: right.", "nb99.2: close. Give more digits. Give 4 significant digits "
+                                    "(right within a relative error of 1e-03).", "nb99.2: wrong.", "nb99.2: right."]
+    course.expected_value.cache_clear()
+
+
+@pytest.mark.parametrize("task", [t for t in _tasks() if t.kind in ("number", "array")], ids=lambda t: t.id)
+def test_every_numeric_task_states_its_precision(task):
+    nb = read(next(p for p in NOTEBOOKS if p.stem.startswith(task.id[:4])))
+    statements = [c.source for c in lab_cells(nb) if c.cell_type == "markdown"]
+    assert any(f"*Precision:* {task.precision}" in s for s in statements), f"{task.id}: precision not stated"

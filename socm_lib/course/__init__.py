@@ -9,12 +9,19 @@ cell and runs the check cell::
     from socm_lib.course import check
     check("nb01.2", answer)
 
-:func:`check` prints one line: right, wrong (with the hint) or malformed (what form was expected). It
-never prints the expected value. :func:`verdict` returns the same judgement as an object, for tests.
+:func:`check` prints one line: right, close (within about 1 %: give more digits), wrong (with the hint) or
+malformed (what form was expected). It never prints the expected value. :func:`verdict` returns the same
+judgement as an object, for tests. ``check`` is for practice; graded work goes through the autograder.
+
+The form of an answer is judged first, so a malformed answer costs no computation; the expected value is then
+computed once per process (:func:`expected_value` is cached) with progress bars off. An answer is read as students
+hold numbers: Python and numpy scalars, 0-d and one-element numpy arrays and torch tensors.
 
 Kinds of answer (``Task.kind``):
 
-* ``"number"`` -- a real number, right when :math:`|a - e| \le \text{atol} + \text{rtol}\,|e|`;
+* ``"number"`` -- a real number, right when :math:`|a - e| \le \text{atol} + \text{rtol}\,|e|` (the precision
+  :attr:`Task.precision` states, which the task's statement repeats), close when
+  :math:`|a - e| \le \text{atol} + 0.01\,|e|`;
 * ``"array"`` -- numbers of the expected shape, each within the same tolerance;
 * ``"integer"`` -- an integer, right when equal;
 * ``"choice"`` -- one of ``Task.options`` (a string, compared without case and surrounding spaces);
@@ -25,7 +32,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,6 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 KINDS = ("number", "array", "integer", "choice", "set")
+CLOSE_RTOL = 0.01  # an answer this close, but outside the task's tolerance, is "close: give more digits"
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,21 @@ class Task:
     atol: float = 1e-9
     options: tuple[str, ...] = ()
     wrong_example: object = None  # a typical wrong answer; the tests check that it is rejected
+    close_rtol: float = CLOSE_RTOL  # smaller where a typical mistake lands within 1 % (it must be judged wrong)
+
+    @property
+    def precision(self) -> str:
+        """The precision a numeric answer needs, in words (the task's statement in the notebook repeats it)."""
+        if self.kind not in ("number", "array"):
+            return ""
+        if self.rtol > 0:  # rounding to N significant digits errs by at most 5 * 10^-N relative
+            digits = math.ceil(math.log10(5 / self.rtol) - 1e-9)
+            return (f"Give {digits} significant digits (right within a relative error of {self.rtol:.0e}"
+                    + (f" plus {self.atol:.0e}" if self.atol >= 1e-6 else "") + ").")
+        if self.atol > 0:
+            decimals = math.ceil(math.log10(0.5 / self.atol) - 1e-9)
+            return f"Give {decimals} decimals (right within {self.atol:g})."
+        return "Give the exact value."
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -58,14 +80,15 @@ class Task:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The judgement of one answer: ``status`` is ``"right"``, ``"wrong"``, ``"malformed"`` or ``"unanswered"``."""
+    """The judgement of one answer: ``status`` is ``"right"``, ``"close"``, ``"wrong"``, ``"malformed"`` or ``"unanswered"``."""
 
     task_id: str
     status: str
     message: str = field(default="")
 
     def line(self) -> str:
-        marks = {"right": "right", "wrong": "wrong", "malformed": "malformed", "unanswered": "not answered yet"}
+        marks = {"right": "right", "close": "close", "wrong": "wrong", "malformed": "malformed",
+                 "unanswered": "not answered yet"}
         text = f"{self.task_id}: {marks[self.status]}"
         return f"{text}. {self.message}" if self.message else f"{text}."
 
@@ -107,58 +130,111 @@ def all_tasks(notebooks: Iterable[str]) -> list[Task]:
 
 @lru_cache(maxsize=None)
 def expected_value(task_id: str):
-    """The expected answer of a task, recomputed through the library (cached). For tests and instructors."""
-    return get_task(task_id).expected()
+    """The expected answer of a task, recomputed through the library once per process (cached), progress bars off."""
+    from tqdm import tqdm
+
+    task = get_task(task_id)
+    with _no_progress(tqdm):
+        return task.expected()
+
+
+class _no_progress:
+    """Within the block every tqdm bar is disabled (a check prints one line, never a bar)."""
+
+    def __init__(self, tqdm):
+        self.tqdm, self.init = tqdm, tqdm.__init__
+
+    def __enter__(self):
+        init = self.init
+
+        def quiet(bar, *args, **kwargs):
+            kwargs["disable"] = True
+            init(bar, *args, **kwargs)
+
+        self.tqdm.__init__ = quiet
+
+    def __exit__(self, *exc):
+        self.tqdm.__init__ = self.init
+
+
+def _numbers(x) -> np.ndarray | None:
+    """``x`` as a float64 array (a torch tensor is detached and moved to the CPU), or None if it holds no numbers."""
+    if isinstance(x, (str, bytes, bool, np.bool_)) or x is None:
+        return None
+    if hasattr(x, "detach"):  # a torch tensor
+        x = x.detach().cpu().numpy()
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError):
+        return None
+    if a.dtype == object or a.dtype.kind not in "iuf":
+        return None
+    return a.astype(np.float64)
 
 
 def _as_float(x) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
-        if hasattr(x, "item") and getattr(x, "size", 0) == 1:  # 0-d arrays and tensors
-            return _as_float(x.item())
-        return None
-    return float(x)
+    """One number held as a Python or numpy scalar, or a 0-d or one-element array or tensor; else None."""
+    a = _numbers(x)
+    return float(a.reshape(-1)[0]) if a is not None and a.size == 1 else None
 
 
-def _close(a: float, e: float, task: Task) -> bool:
-    return abs(a - e) <= task.atol + task.rtol * abs(e)
-
-
-def _judge(task: Task, answer, expected) -> tuple[str, str]:
+def _form(task: Task, answer):
+    """The answer normalised for its kind, or ``(None, message)`` saying what form was expected."""
     kind = task.kind
     if kind == "number":
         a = _as_float(answer)
         if a is None or not math.isfinite(a):
-            return "malformed", "Expected one finite real number."
-        return ("right", "") if _close(a, float(expected), task) else ("wrong", task.hint)
+            return None, "Expected one finite real number (a float, a numpy scalar or a one-element tensor)."
+        return a, ""
     if kind == "integer":
         a = _as_float(answer)
         if a is None or not float(a).is_integer():
-            return "malformed", "Expected a whole number."
-        return ("right", "") if int(a) == int(expected) else ("wrong", task.hint)
+            return None, "Expected a whole number."
+        return int(a), ""
     if kind == "array":
-        try:
-            a = np.asarray(answer.detach().cpu() if hasattr(answer, "detach") else answer, dtype=np.float64)
-        except (TypeError, ValueError):
-            return "malformed", "Expected an array of numbers."
-        e = np.asarray(expected, dtype=np.float64)
-        if a.shape != e.shape:
-            return "malformed", f"Expected an array of shape {e.shape}, got shape {a.shape}."
+        a = _numbers(answer)
+        if a is None:
+            return None, "Expected an array of numbers."
         if not np.isfinite(a).all():
-            return "malformed", "The array holds NaN or inf."
-        ok = np.abs(a - e) <= task.atol + task.rtol * np.abs(e)
-        return ("right", "") if bool(ok.all()) else ("wrong", task.hint)
+            return None, "The array holds NaN or inf."
+        return a, ""
     if kind == "choice":
-        options = {o.strip().lower(): o for o in task.options}
+        options = {o.strip().lower() for o in task.options}
         if not isinstance(answer, str) or answer.strip().lower() not in options:
-            return "malformed", f"Expected one of {list(task.options)}."
-        return ("right", "") if answer.strip().lower() == str(expected).strip().lower() else ("wrong", task.hint)
+            return None, f"Expected one of {list(task.options)}."
+        return answer.strip().lower(), ""
     # kind == "set"
     if isinstance(answer, (str, bytes)) or not isinstance(answer, Iterable):
-        return "malformed", "Expected a collection (list or set) of items."
+        return None, "Expected a collection (list or set) of items."
     items = list(answer)
     if not all(isinstance(x, str) or (_as_float(x) is not None and float(_as_float(x)).is_integer()) for x in items):
-        return "malformed", "Items must be strings or whole numbers."
-    return ("right", "") if {_item(x) for x in items} == {_item(x) for x in expected} else ("wrong", task.hint)
+        return None, "Items must be strings or whole numbers."
+    return {_item(x) for x in items}, ""
+
+
+def _within(a, e, task: Task, rtol: float) -> bool:
+    return bool(np.all(np.abs(a - e) <= task.atol + rtol * np.abs(e)))
+
+
+def _judge(task: Task, a, expected) -> tuple[str, str]:
+    """Judge an answer already in its normal form (:func:`_form`) against the expected value."""
+    kind = task.kind
+    if kind in ("number", "array"):
+        e = np.asarray(expected, dtype=np.float64)
+        if kind == "number":
+            e = float(e)
+        elif np.shape(a) != e.shape:
+            return "malformed", f"Expected an array of shape {e.shape}, got shape {np.shape(a)}."
+        if _within(a, e, task, task.rtol):
+            return "right", ""
+        if _within(a, e, task, max(task.rtol, task.close_rtol)):
+            return "close", f"Give more digits. {task.precision}"
+        return "wrong", task.hint
+    if kind == "integer":
+        return ("right", "") if a == int(expected) else ("wrong", task.hint)
+    if kind == "choice":
+        return ("right", "") if a == str(expected).strip().lower() else ("wrong", task.hint)
+    return ("right", "") if a == {_item(x) for x in expected} else ("wrong", task.hint)
 
 
 def _item(x):
@@ -167,14 +243,20 @@ def _item(x):
 
 
 def verdict(task_id: str, answer) -> Verdict:
-    """Judge ``answer`` to task ``task_id`` without printing anything. ``None`` means not answered yet."""
+    """Judge ``answer`` to task ``task_id`` without printing anything. ``None`` means not answered yet.
+
+    The form is judged before the expected value is computed (a malformed answer costs nothing).
+    """
     task = get_task(task_id)
     if answer is None or answer is Ellipsis:
         return Verdict(task_id, "unanswered", "Set `answer = ...` in the task cell above, run it, then run this cell.")
-    status, message = _judge(task, answer, expected_value(task_id))
+    normal, message = _form(task, answer)
+    if normal is None:
+        return Verdict(task_id, "malformed", message)
+    status, message = _judge(task, normal, expected_value(task_id))
     return Verdict(task_id, status, message)
 
 
 def check(task_id: str, answer) -> None:
-    """Print whether ``answer`` to task ``task_id`` is right, wrong (with a hint) or malformed."""
+    """Print whether ``answer`` to task ``task_id`` is right, close, wrong (with a hint) or malformed."""
     print(verdict(task_id, answer).line())

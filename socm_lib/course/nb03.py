@@ -2,18 +2,22 @@ r"""Tasks of notebook 3 (extraction): the length of a token cloud and a concentr
 
 from __future__ import annotations
 
+from functools import cache
+
 from . import Task, register
 
 #: The sentence of both tasks.
 SENTENCE = "Unbelievably, the tokenizer splits uncommon words into several pieces."
 
 
+@cache  # both tasks read the same cloud
 def _cloud(special_tokens: bool = True):
     """The final-layer token cloud of :data:`SENTENCE` under all-minilm-l6, shape ``(n, 384)``."""
     from ..encoders import load_encoder
     from ..extract import token_embeddings
 
-    return token_embeddings(load_encoder("all-minilm-l6"), [SENTENCE], special_tokens=special_tokens)[0]
+    return token_embeddings(load_encoder("all-minilm-l6"), [SENTENCE], special_tokens=special_tokens,
+                            progress=False)[0]
 
 
 def _concentration() -> float:
@@ -38,6 +42,7 @@ register(
         kind="number",
         rtol=1e-4,  # float32 extraction
         atol=0.0,
+        close_rtol=1e-3,  # dropping the special tokens moves c by only 0.25 %
         hint="Use the final layer with the special tokens kept, the population spread S (divide by n) and the raw mean.",
         wrong_example=2.6892,  # the ratio with the special tokens dropped
     ),
