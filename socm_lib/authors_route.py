@@ -1,8 +1,8 @@
-r"""The paper's own route to :math:`d_\mu`, :math:`d_\Sigma` and SOCM, as a named reference (book, Chapter 6).
+r"""The paper's own route to :math:`d_\mu`, :math:`d_\Sigma` and SOCM, as a named reference (book, chapter "The paper's own route").
 
 :func:`paper_route` re-implements the :math:`d \times d` computation of the code released by
-Hara et al. (2026), step by step as the book's brief records it (BRIEF §1.2). It is a faithful
-re-implementation written for this book, not the authors' code. Per text, in float32:
+Hara et al. (2026) (github.com/tohoku-nlp/socm-text-embedding, MIT licence), step by step. It is a
+faithful re-implementation written for this book, not the authors' code. Per text, in float32:
 
 1. divide every token by :math:`\lVert\mu(X)\rVert + 10^{-12}`;
 2. mean :math:`m` and population covariance :math:`\Sigma = \frac1n\sum_j (x_j - m)(x_j - m)^\top`.
@@ -18,31 +18,34 @@ Per pair, in batches of 64 pairs:
    :math:`\mathrm{SOCM} = (1 - d_\mu)\,d_\Sigma`.
 
 Known bias. Token clouds have rank :math:`r_i \le n_i - 1 \ll d`. With :math:`\varepsilon I` added,
-:math:`R = (\Sigma_1 + \varepsilon I)^{1/2}` is invertible and :math:`R\,\Sigma_2 R` has only
-:math:`r = \operatorname{rank}(AB^\top) = \min(r_1, r_2)` eigenvalues of real size, the squares :math:`s_k^2` of the
-singular values of the cross-Gram; its other :math:`d - r` eigenvalues are zero or of order :math:`\varepsilon`
-(where :math:`r_2 > r_1`, the first root's :math:`\sqrt\varepsilon` on the null space of :math:`\Sigma_1` makes
-:math:`r_2 - r_1` of them :math:`\varepsilon\lambda(\Sigma_2)`). After :math:`+\varepsilon I` each of those returns
-about :math:`\sqrt\varepsilon`, and each :math:`s_k` becomes :math:`\sqrt{s_k^2 + \varepsilon}`. So the fidelity comes
-out high and, in exact arithmetic,
+:math:`R^2 = \Sigma_1 + \varepsilon I` exactly, so :math:`R\,\Sigma_2 R` has the nonzero eigenvalues of the
+:math:`n_2 \times n_2` matrix :math:`B R^2 B^\top = (AB^\top)^\top(AB^\top) + \varepsilon BB^\top`. Since
+:math:`\varepsilon BB^\top \succeq 0`, Weyl's inequality bounds the excess fidelity of the route from below by the
+count of the regulariser's directions (book, Proposition ``prop-ch06-regulariser``):
 
 .. math::
 
-    d_\Sigma^{\text{route}} \approx d_\Sigma - \frac12\Big[(d - r)\sqrt\varepsilon
-        + \sum_{k=1}^{r}\big(\sqrt{s_k^2 + \varepsilon} - s_k\big)\Big],
+    F_{\text{route}} - \lVert AB^\top\rVert_* \;\ge\; (d - r)\sqrt\varepsilon
+        + \sum_{k=1}^{r}\big(\sqrt{s_k^2 + \varepsilon} - s_k\big),
 
-whose leading term :math:`(d - r)\sqrt\varepsilon/2` is about :math:`0.0057` at :math:`d = 384` and :math:`0.0118` at
-:math:`d = 768` for 25-token texts (:math:`r = 24`), whatever the concentration; the sum adds at most
-:math:`r\sqrt\varepsilon/2` more, for very concentrated clouds (tiny :math:`s_k`). Pairs whose exact
-:math:`\operatorname{BW}^2` is below the shift are clamped to 0. In float32 the eigenvalues that should equal
-:math:`\varepsilon` come back with round-off of order :math:`10^{-7}\lVert R\Sigma_2R\rVert`, which can exceed
-:math:`\varepsilon`, so the float32 route adds noise on top of the bias (Chapter 6 and notebook 10 measure both).
+with :math:`s_1, \dots, s_r` the nonzero singular values of the cross-Gram and :math:`r = \operatorname{rank}(AB^\top)`
+(:math:`\min(r_1, r_2)` in general position). Where :math:`r_2 > r_1` the :math:`r_2 - r_1` extra directions return
+:math:`\sqrt{\varepsilon(1 + \lambda_m(\Sigma_2))}` rather than :math:`\sqrt\varepsilon`, so the bound is not the first-order
+value: it is low by up to about :math:`\sqrt\varepsilon\operatorname{tr}\Sigma_2/2`, and the excess depends on the order of
+the pair. :func:`regulariser_excess` returns the exact excess and both bounds. The route's :math:`d_\Sigma` is
+:math:`\max(\operatorname{BW}^2 - 2(F_{\text{route}} - F),\ 0)/4`: low by half the excess, whose leading term
+:math:`(d - r)\sqrt\varepsilon/2` is about :math:`0.0057` at :math:`d = 384` and :math:`0.0118` at :math:`d = 768` for
+25-token texts (:math:`r = 24`), and exactly 0 for every pair whose exact :math:`d_\Sigma` is at most its shift. In
+float32 the eigenvalues that should equal :math:`\varepsilon` come back with round-off of order
+:math:`10^{-7}\lVert R\Sigma_2R\rVert`, which can exceed :math:`\varepsilon`, so the float32 route adds noise on top of the
+bias (the book's chapter on the paper's route and notebook 10 measure both).
 ``dtype=torch.float64`` runs every step in float64, which isolates the regulariser's bias.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -50,6 +53,7 @@ from tqdm import tqdm
 
 from .checks import as_clouds, as_pairs
 from .pairs import PairResult, all_pairs
+from .reference import lowrank_factor
 
 #: The regulariser the released code adds to every matrix before its square root.
 REGULARISER = 1e-9
@@ -143,3 +147,67 @@ def paper_route(
             bar.update(len(chunk))
     i, j = pairs[:, 0], pairs[:, 1]
     return PairResult(i=i.copy(), j=j.copy(), d_mu=out[:, 0], d_sigma=out[:, 1], socm=out[:, 2])
+
+
+class RegulariserExcess(NamedTuple):
+    r"""How much the regularised route overstates the fidelity of one ordered pair, in exact arithmetic.
+
+    ``lower <= exact <= upper`` bound :math:`F_{\text{route}} - F`, where :math:`F = \lVert AB^\top\rVert_*`
+    (book, Proposition ``prop-ch06-regulariser``). The route's :math:`d_\Sigma` is
+    :math:`\max(\operatorname{BW}^2 - 2\,\texttt{exact},\ 0)/4`: low by ``exact / 2`` unless the exact
+    :math:`\operatorname{BW}^2` is at most ``2 * exact`` (the exact :math:`d_\Sigma` at most ``exact / 2``), where it is 0.
+    """
+
+    lower: float
+    exact: float
+    upper: float
+
+
+def _root_step(s: np.ndarray, t) -> np.ndarray:
+    r""":math:`\sqrt{s^2 + t} - s` for :math:`s, t \ge 0`, without cancellation."""
+    return t / (np.sqrt(s**2 + t) + s)
+
+
+def regulariser_excess(x1, x2, eps: float = REGULARISER) -> RegulariserExcess:
+    r"""The regularised route's excess fidelity :math:`F_{\text{route}} - \lVert AB^\top\rVert_*` for the ordered pair (x1, x2).
+
+    ``x1`` and ``x2`` are token clouds ``(n_i, d)``, normalised and factored as the book does
+    (:math:`\Sigma_1 = A^\top A`, :math:`\Sigma_2 = B^\top B`). With :math:`R^2 = \Sigma_1 + \varepsilon I` exactly,
+    :math:`R\,\Sigma_2 R` has the nonzero eigenvalues of the :math:`n_2 \times n_2` matrix
+    :math:`G = B R^2 B^\top = K^\top K + \varepsilon B B^\top`, :math:`K = AB^\top`, so
+
+    .. math::
+
+        F_{\text{route}} = \operatorname{tr}(R\,\Sigma_2 R + \varepsilon I)^{1/2}
+            = (d - n_2)\sqrt\varepsilon + \operatorname{tr}(G + \varepsilon I_{n_2})^{1/2}   \quad(\texttt{exact}).
+
+    With :math:`s_1 \ge \dots \ge s_r > 0` the singular values of :math:`K`, :math:`r_2 = \operatorname{rank} B` and
+    :math:`\lambda_1 \ge \lambda_2 \ge \dots` the eigenvalues of :math:`\Sigma_2`, Weyl's inequality
+    (:math:`0 \preceq \varepsilon BB^\top \preceq \varepsilon\lambda_1 I`) gives
+
+    .. math::
+
+        \texttt{lower} = (d - r)\sqrt\varepsilon + \sum_{k=1}^{r}\big(\sqrt{s_k^2 + \varepsilon} - s_k\big), \qquad
+        \texttt{upper} = (d - r_2)\sqrt\varepsilon + \sum_{m=1}^{r_2 - r}\sqrt{\varepsilon(1 + \lambda_m)}
+            + \sum_{k=1}^{r}\big(\sqrt{s_k^2 + \varepsilon(1 + \lambda_1)} - s_k\big).
+
+    ``exact`` depends on the order of the pair (through :math:`BB^\top`); ``lower`` does not. All in float64, with
+    numerical ranks from :func:`numpy.linalg.matrix_rank`.
+    """
+    A, B = lowrank_factor(x1)[0], lowrank_factor(x2)[0]
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"The two clouds must have the same dimension d, got {A.shape[1]} and {B.shape[1]}.")
+    d, n2 = A.shape[1], B.shape[0]
+    K = A @ B.T
+    s = np.linalg.svd(K, compute_uv=False)
+    r, r2 = np.linalg.matrix_rank(K), np.linalg.matrix_rank(B)
+    s = s[:r]
+    lam = np.linalg.eigvalsh(B @ B.T)[::-1].clip(min=0)  # the nonzero eigenvalues of Sigma_2 = B^T B, and zeros
+    root = np.sqrt(eps)
+    fidelity = s.sum()
+    gamma = np.linalg.eigvalsh(K.T @ K + eps * (B @ B.T))
+    exact = (d - n2) * root + np.sqrt(gamma.clip(min=0) + eps).sum() - fidelity
+    lower = (d - r) * root + _root_step(s, eps).sum()
+    upper = ((d - r2) * root + np.sqrt(eps * (1 + lam[: r2 - r])).sum()
+             + _root_step(s, eps * (1 + lam[0])).sum())
+    return RegulariserExcess(float(lower), float(exact), float(upper))

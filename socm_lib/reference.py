@@ -18,7 +18,7 @@ Two references, one of each kind, used by the tests and the benchmarks alike:
   Accuracy: about :math:`10^{-10}` relative (and better) on full-rank, well-conditioned covariances; on the
   rank-deficient covariances of token clouds (:math:`n \ll d`) the square roots of eigenvalues that should be
   zero carry errors near :math:`\sqrt{\varepsilon_{64}}`, so there it is good only to about :math:`10^{-7}`
-  (BRIEF §5; Chapter 6, Proposition ``prop-ch06-sqrt-error``). Compare at 1e-6 there and use the low-rank
+  (Chapter 6, Proposition ``prop-ch06-sqrt-error``). Compare at 1e-6 there and use the low-rank
   reference for anything tighter.
 """
 

@@ -1,9 +1,11 @@
 """socm_lib.paper_route, the released code's d x d route: exact where it should be, and biased as derived where not.
 
-Derivation (socm_lib.authors_route, Chapter 6): with eps I added before both square roots, R = (Sigma_1 + eps I)^(1/2)
-is invertible, and R Sigma_2 R has r = rank(A B^T) = min(r_1, r_2) eigenvalues s_k^2 (s_k the singular values of the
-cross-Gram) plus d - r eigenvalues that are zero or of order eps; after + eps I each of the latter returns about
-sqrt(eps). So in exact arithmetic d_sigma is low by [(d - r) sqrt(eps) + sum_k (sqrt(s_k^2 + eps) - s_k)] / 2.
+Derivation (socm_lib.authors_route, book Proposition prop-ch06-regulariser): with eps I added before both square roots,
+R^2 = Sigma_1 + eps I exactly, so R Sigma_2 R has the nonzero eigenvalues of B R^2 B^T = K^T K + eps B B^T (K = A B^T).
+That gives the route's fidelity exactly in n_2 x n_2 matrices, and Weyl's inequality bounds its excess over
+||K||_* from below by (d - r) sqrt(eps) + sum_k (sqrt(s_k^2 + eps) - s_k) and from above by the same count with
+eps (1 + lambda) inside the roots. d_sigma is low by half the excess, or clamped to 0 when the exact d_sigma is at
+most that. Every check here runs the route's d x d steps in float64 against the n_2 x n_2 expressions.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import pytest
 import torch
 
 import socm_lib
-from socm_lib.reference import lowrank_factor
+from socm_lib.authors_route import regulariser_excess
 
 EPS = 1e-9
 
@@ -48,32 +50,100 @@ def test_full_rank_float32_agrees_with_exact_engine(d):
     np.testing.assert_allclose(route64.d_sigma, exact.d_sigma, rtol=0, atol=1e-6)
 
 
-def derived_shift(X1, X2, d, eps=EPS):
-    """The derived shift of d_sigma: -[(d - r) sqrt(eps) + sum_k (sqrt(s_k^2 + eps) - s_k)] / 2, r = min(r_1, r_2).
-
-    s_k are the r nonzero singular values of the cross-Gram A B^T (the low-rank reference's factors).
-    """
-    A, B = lowrank_factor(X1)[0], lowrank_factor(X2)[0]
-    r = min(np.linalg.matrix_rank(A), np.linalg.matrix_rank(B))
-    s = np.linalg.svd(A @ B.T, compute_uv=False)[:r]
-    return -((d - r) * np.sqrt(eps) + np.sum(np.sqrt(s**2 + eps) - s)) / 2
+def route_shift(clouds, pairs=None):
+    """The float64 route's d_sigma minus the exact one, for every pair (i < j, or the pairs given)."""
+    exact = socm_lib.socm_pairs(clouds, pairs, device="cpu")
+    route = socm_lib.paper_route(clouds, pairs, dtype=torch.float64, device="cpu")
+    return exact, route.d_sigma - exact.d_sigma
 
 
 @pytest.mark.parametrize("d", [128, 384])
-def test_rank_deficient_bias_matches_derivation_in_float64(d):
-    """25-token clouds (r = 24): the shift is the derived one to 1e-4 relative; its leading term (d - 24) sqrt(eps)/2
-    alone is within 3 %, for wide and for concentrated clouds (more concentrated: slightly larger shift)."""
+def test_equal_lengths_the_lower_bound_is_the_shift(d):
+    """25-token clouds (r = r_1 = r_2 = 24): the float64 route is low by exactly half the n_2 x n_2 excess (1e-6
+    relative), the Weyl bounds enclose it and here pinch it (no extra directions): the lower bound, the book's
+    displayed expression, is within 1e-4; its leading term (d - 24) sqrt(eps)/2 alone within 3 %."""
     rng = np.random.default_rng(d)
     leading = -(d - 24) * np.sqrt(EPS) / 2
     for spread in (0.6, 0.3):
         clouds = token_clouds(rng, d, [25, 25, 25], spread)
-        exact = socm_lib.socm_pairs(clouds, device="cpu")
+        exact, shift = route_shift(clouds)
         assert exact.d_sigma.min() > 2 * abs(leading)  # no pair is clamped here
-        shift = socm_lib.paper_route(clouds, dtype=torch.float64, device="cpu").d_sigma - exact.d_sigma
-        derived = [derived_shift(clouds[i], clouds[j], d) for i, j in zip(exact.i, exact.j)]
-        np.testing.assert_allclose(shift, derived, rtol=1e-4)
+        excess = [regulariser_excess(clouds[i], clouds[j]) for i, j in zip(exact.i, exact.j)]
+        lower, full, upper = (np.array(v) for v in zip(*excess))
+        np.testing.assert_allclose(shift, -full / 2, rtol=1e-6)
+        assert np.all(lower <= full * (1 + 1e-12)) and np.all(full <= upper * (1 + 1e-12))
+        np.testing.assert_allclose(shift, -lower / 2, rtol=1e-4)
         np.testing.assert_allclose(shift, leading, rtol=0.03)
-        assert np.all(shift < leading)  # the second term only adds to the shift
+        assert np.all(shift < leading)  # the sum over s_k only adds to the shift
+
+
+def test_unequal_ranks_the_lower_bound_is_not_first_order():
+    """r_1 = 9 < r_2 = 39 at d = 384: the r_2 - r_1 extra directions return sqrt(eps (1 + lambda_m)), not sqrt(eps).
+    The exact n_2 x n_2 expression matches the d x d route to 1e-6 in both orders and lies between the bounds; the
+    lower bound misses by a share that grows with the concentration of the second text (about tr Sigma_2 /
+    (2 (d - r))), past 0.3 % at concentration 5, far beyond the 1e-6 of the exact expression."""
+    d = 384
+    misses = []
+    for spread in (0.6, 1.5, 3.0):
+        rng = np.random.default_rng(5)
+        short, long_ = token_clouds(rng, d, [10, 40], spread)
+        _, both = route_shift([short, long_], [(0, 1), (1, 0)])
+        e12, e21 = regulariser_excess(short, long_), regulariser_excess(long_, short)
+        np.testing.assert_allclose(both, [-e12.exact / 2, -e21.exact / 2], rtol=1e-6)
+        for e in (e12, e21):
+            assert e.lower <= e.exact <= e.upper
+        c2 = socm_lib.concentration_ratio(long_)
+        miss = 1 - e12.lower / e12.exact
+        assert 0.3 * c2 / (2 * (d - 9)) < miss < 1.5 * c2 / (2 * (d - 9))
+        misses.append((c2, miss))
+        assert 1 - e21.lower / e21.exact < 1e-5  # long text first: no extra directions, the bound is tight
+    assert misses[-1][0] > 5 and misses[-1][1] > 3e-3
+    assert misses[0][1] < misses[1][1] < misses[2][1]
+
+
+def test_the_route_is_not_symmetric_in_the_pair():
+    """Unlike d_Sigma (symmetric, Chapter 4), the route's d_Sigma changes when the two texts swap places, by the
+    amount the exact excess predicts (about 5e-6 here); with equal ranks there are no extra directions and what is
+    left is of order eps lambda / s_k, some 1e-9."""
+    d = 256
+    rng = np.random.default_rng(7)
+    short, long_ = token_clouds(rng, d, [8, 33], spread=1.0)
+    route = socm_lib.paper_route([short, long_], [(0, 1), (1, 0)], dtype=torch.float64, device="cpu").d_sigma
+    predicted = (regulariser_excess(long_, short).exact - regulariser_excess(short, long_).exact) / 2
+    assert abs(route[0] - route[1]) > 1e-6
+    np.testing.assert_allclose(route[0] - route[1], predicted, rtol=1e-4)
+    a, b = token_clouds(rng, d, [20, 20], spread=1.0)
+    same = socm_lib.paper_route([a, b], [(0, 1), (1, 0)], dtype=torch.float64, device="cpu").d_sigma
+    predicted_same = (regulariser_excess(b, a).exact - regulariser_excess(a, b).exact) / 2
+    assert abs(same[0] - same[1]) < 1e-2 * abs(route[0] - route[1])
+    np.testing.assert_allclose(same[0] - same[1], predicted_same, rtol=0, atol=1e-10)
+
+
+def test_the_clamp_threshold_is_the_shift_itself():
+    """The route returns 0 exactly when the exact d_sigma is at most its own shift (exact excess / 2), that is when
+    BW^2 <= 2 (F_route - F), about 2 (d - r) sqrt(eps): pairs at 0.6 to 0.95 of the threshold are clamped (a
+    threshold of BW^2 < (d - r) sqrt(eps) would keep them), pairs at 1.05 to 1.6 times it are not, and lose
+    exactly their shift."""
+    d, n = 256, 25
+    rng = np.random.default_rng(3)
+    base = token_clouds(rng, d, [n], spread=0.3)[0]
+    direction = rng.normal(size=(n, d))
+    below = above = 0
+    for t in np.linspace(0.08, 0.2, 30):
+        pair = [base, base + t * direction]
+        exact = socm_lib.socm(*pair).d_sigma
+        shift = regulariser_excess(*pair).exact / 2
+        ratio = exact / shift
+        route = socm_lib.paper_route(pair, dtype=torch.float64, device="cpu").d_sigma[0]
+        if 0.6 < ratio < 0.95:
+            assert route == 0
+            assert exact > (d - (n - 1)) * np.sqrt(EPS) / 4  # BW^2 above (d - r) sqrt(eps): the weaker threshold misses it
+            below += 1
+        elif 1.05 < ratio < 1.6:
+            assert route > 0
+            np.testing.assert_allclose(route, exact - shift, rtol=1e-5)
+            above += 1
+    assert below >= 3 and above >= 3
 
 
 def test_bias_follows_the_smaller_rank_not_the_sum_of_ranks():
@@ -81,9 +151,7 @@ def test_bias_follows_the_smaller_rank_not_the_sum_of_ranks():
     d = 200
     rng = np.random.default_rng(11)
     short, long_ = token_clouds(rng, d, [10, 40])
-    exact = socm_lib.socm(short, long_).d_sigma
-    both = socm_lib.paper_route([short, long_], [(0, 1), (1, 0)], dtype=torch.float64, device="cpu").d_sigma - exact
-    np.testing.assert_allclose(both, [derived_shift(short, long_, d), derived_shift(long_, short, d)], rtol=1e-3)
+    _, both = route_shift([short, long_], [(0, 1), (1, 0)])
     np.testing.assert_allclose(both, -(d - 9) * np.sqrt(EPS) / 2, rtol=0.05)
     assert np.all(both < -1.2 * (d - 9 - 39) * np.sqrt(EPS) / 2)
 

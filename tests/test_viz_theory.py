@@ -78,3 +78,23 @@ def test_w2_decomposition_bars_are_the_closed_form_parts():
     assert "0.8000 + 0.1625 = 0.9625" in fig.axes[1].get_title()
     with pytest.raises(ValueError, match="R\\^2"):
         theory.w2_decomposition(np.ones((3, 5)), np.ones((4, 5)))
+
+
+def test_coupling_and_procrustes_costs_are_w2_and_bures():
+    """Left: the cheapest permutation (checked against all 4! of them); right: BW^2 of the covariances, below it."""
+    from itertools import permutations
+
+    rng = np.random.default_rng(2)
+    A, B = rng.normal(size=(4, 2)), rng.normal(size=(4, 2)) * [2.0, 0.5]
+    fig, (w2_sq, bw_sq) = theory.coupling_and_procrustes(A, B)
+    Ca, Cb = A - A.mean(0), B - B.mean(0)
+    best = min(((Ca - Cb[list(p)]) ** 2).sum(axis=1).mean() for p in permutations(range(4)))
+    assert w2_sq == pytest.approx(best, rel=1e-12)
+    exact = float(socm_lib.bures_wasserstein_sq(Ca.T @ Ca / 4, Cb.T @ Cb / 4))
+    assert bw_sq == pytest.approx(exact, rel=1e-9)
+    assert bw_sq <= w2_sq + 1e-12
+    left, right = fig.axes
+    assert len(left.lines) == 4 and len(right.lines) == 4
+    assert f"{w2_sq:.4f}" in left.get_title() and f"{bw_sq:.4f}" in right.get_title()
+    with pytest.raises(ValueError, match="same number of tokens"):
+        theory.coupling_and_procrustes(A, B[:3])

@@ -172,11 +172,22 @@ def scaling_table(scaling: dict) -> pd.DataFrame:
     } for sweep, p in points])
 
 
+def within_noise(target: dict) -> bool:
+    """Whether a speed target met against the baseline's median process is missed against its fastest one.
+
+    The baseline's speed varies between fresh processes; where the threshold lies inside that spread, the
+    verdict "met" is within the noise of the measurement.
+    """
+    fastest = target.get("ratio_vs_fastest_process")
+    return "ratio" in target and fastest is not None and target["ratio"] >= target["threshold"] > fastest
+
+
 def targets_table(targets: dict) -> pd.DataFrame:
     """Each target with the measured figure and whether it is met.
 
     A speed target is judged on the median speed of the baseline over its fresh processes; where the
-    record has it, the ratio against the fastest of those processes (the baseline at its best) follows.
+    record has it, the ratio against the fastest of those processes (the baseline at its best) follows,
+    and a target met against the median but not against the fastest is marked "met, within noise".
     """
     rows = []
     for key, t in targets.items():
@@ -192,7 +203,10 @@ def targets_table(targets: dict) -> pd.DataFrame:
             measured = f"max abs diff {sci(t['max_abs_diff'])} (threshold {sci(t['threshold'])})"
         else:
             measured = "-"
-        rows.append({"target": t["target"], "measured": measured, "status": yes_no(t["met"], t.get("evaluated", True))})
+        status = yes_no(t["met"], t.get("evaluated", True))
+        if status == "met" and within_noise(t):
+            status = "met, within noise (not against the baseline's fastest process)"
+        rows.append({"target": t["target"], "measured": measured, "status": status})
     return pd.DataFrame(rows)
 
 
