@@ -174,14 +174,14 @@ def regulariser_excess(x1, x2, eps: float = REGULARISER) -> RegulariserExcess:
     ``x1`` and ``x2`` are token clouds ``(n_i, d)``, normalised and factored as the book does
     (:math:`\Sigma_1 = A^\top A`, :math:`\Sigma_2 = B^\top B`). With :math:`R^2 = \Sigma_1 + \varepsilon I` exactly,
     :math:`R\,\Sigma_2 R` has the nonzero eigenvalues of the :math:`n_2 \times n_2` matrix
-    :math:`G = B R^2 B^\top = K^\top K + \varepsilon B B^\top`, :math:`K = AB^\top`, so
+    :math:`H = B R^2 B^\top = G^\top G + \varepsilon B B^\top`, with the cross-Gram matrix :math:`G = AB^\top`, so
 
     .. math::
 
         F_{\text{route}} = \operatorname{tr}(R\,\Sigma_2 R + \varepsilon I)^{1/2}
-            = (d - n_2)\sqrt\varepsilon + \operatorname{tr}(G + \varepsilon I_{n_2})^{1/2}   \quad(\texttt{exact}).
+            = (d - n_2)\sqrt\varepsilon + \operatorname{tr}(H + \varepsilon I_{n_2})^{1/2}   \quad(\texttt{exact}).
 
-    With :math:`s_1 \ge \dots \ge s_r > 0` the singular values of :math:`K`, :math:`r_2 = \operatorname{rank} B` and
+    With :math:`s_1 \ge \dots \ge s_r > 0` the singular values of :math:`G`, :math:`r_2 = \operatorname{rank} B` and
     :math:`\lambda_1 \ge \lambda_2 \ge \dots` the eigenvalues of :math:`\Sigma_2`, Weyl's inequality
     (:math:`0 \preceq \varepsilon BB^\top \preceq \varepsilon\lambda_1 I`) gives
 
@@ -198,15 +198,15 @@ def regulariser_excess(x1, x2, eps: float = REGULARISER) -> RegulariserExcess:
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"The two clouds must have the same dimension d, got {A.shape[1]} and {B.shape[1]}.")
     d, n2 = A.shape[1], B.shape[0]
-    K = A @ B.T
-    s = np.linalg.svd(K, compute_uv=False)
-    r, r2 = np.linalg.matrix_rank(K), np.linalg.matrix_rank(B)
+    G = A @ B.T  # the cross-Gram matrix
+    s = np.linalg.svd(G, compute_uv=False)
+    r, r2 = np.linalg.matrix_rank(G), np.linalg.matrix_rank(B)
     s = s[:r]
     lam = np.linalg.eigvalsh(B @ B.T)[::-1].clip(min=0)  # the nonzero eigenvalues of Sigma_2 = B^T B, and zeros
     root = np.sqrt(eps)
     fidelity = s.sum()
-    gamma = np.linalg.eigvalsh(K.T @ K + eps * (B @ B.T))
-    exact = (d - n2) * root + np.sqrt(gamma.clip(min=0) + eps).sum() - fidelity
+    theta = np.linalg.eigvalsh(G.T @ G + eps * (B @ B.T))  # the eigenvalues of H
+    exact = (d - n2) * root + np.sqrt(theta.clip(min=0) + eps).sum() - fidelity
     lower = (d - r) * root + _root_step(s, eps).sum()
     upper = ((d - r2) * root + np.sqrt(eps * (1 + lam[: r2 - r])).sum()
              + _root_step(s, eps * (1 + lam[0])).sum())
