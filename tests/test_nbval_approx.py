@@ -85,3 +85,20 @@ def test_nbval_uses_the_rule_on_tagged_cells(pytester, value, tags, passes):
     pytester.makeconftest((Path(__file__).resolve().parent.parent / "conftest.py").read_text())
     result = pytester.runpytest_subprocess("--nbval", "--nbval-current-env", "nb.ipynb", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1) if passes else result.assert_outcomes(failed=1)
+
+
+def test_a_cell_stated_rtol_reads_noise_by_its_order_of_magnitude():
+    assert rc.numbers_close("noise 2.22e-04", "noise 3.61e-04", rtol=1.0)
+    assert not rc.numbers_close("noise 2.22e-04", "noise 4.61e-04", rtol=1.0)
+    assert not rc.numbers_close("noise 2.22e-04", "noise -2.22e-04", rtol=1.0)
+    assert not rc.numbers_close("noise 2.22e-04", "noise 3.61e-04")
+
+
+def test_interleaved_stderr_does_not_shift_the_pairing():
+    key = "application/papermill.record/text/plain"
+    ref = [nbformat.v4.new_output("display_data", data={key: "0.3419364906570324"}),
+           nbformat.v4.new_output("display_data", data={key: "12"})]
+    new = [nbformat.v4.new_output("stream", name="stderr", text="progress 100%"),
+           nbformat.v4.new_output("display_data", data={key: "0.34193658184677045"}),
+           nbformat.v4.new_output("display_data", data={key: "12"})]
+    assert [o["data"][key] for o in rc.reconcile(new, ref)[1:]] == ["0.3419364906570324", "12"]
