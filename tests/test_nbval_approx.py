@@ -87,11 +87,12 @@ def test_nbval_uses_the_rule_on_tagged_cells(pytester, value, tags, passes):
     result.assert_outcomes(passed=1) if passes else result.assert_outcomes(failed=1)
 
 
-def test_a_cell_stated_rtol_reads_noise_by_its_order_of_magnitude():
-    assert rc.numbers_close("noise 2.22e-04", "noise 3.61e-04", rtol=1.0)
-    assert not rc.numbers_close("noise 2.22e-04", "noise 4.61e-04", rtol=1.0)
-    assert not rc.numbers_close("noise 2.22e-04", "noise -2.22e-04", rtol=1.0)
+def test_a_cell_stated_tolerance_reads_noise_by_its_size():
+    assert rc.numbers_close("noise 2.22e-04, residual 1.2e-05", "noise 3.61e-04, residual -3.1e-05", atol=1e-3)
+    assert not rc.numbers_close("noise 2.22e-04", "noise 2.22e-02", atol=1e-3)
     assert not rc.numbers_close("noise 2.22e-04", "noise 3.61e-04")
+    assert rc.numbers_close("shift -0.005763", "shift -0.005790", rtol=0.05)
+    assert not rc.numbers_close("shift -0.005763", "shift -0.005790")
 
 
 def test_interleaved_stderr_does_not_shift_the_pairing():
