@@ -8,12 +8,14 @@
 #   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
 #   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
+#   make test-kernels   re-execute the float32 notebooks with torch on its baseline kernels, one thread (nbval-approx)
+#   make test-floors   the library tests in .venv-floors, every dependency at its pyproject.toml floor
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book editions student build-student-book student-book build-pdf pdf test notebooks bench rehearse clean
+.PHONY: venv book build-book editions student build-student-book student-book build-pdf pdf test test-kernels test-floors notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -65,6 +67,26 @@ pdf: build-pdf
 
 test: build-book build-student-book build-pdf
 	$(PY) -m pytest tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
+
+# The notebooks whose committed outputs come from torch's float32 kernels, re-executed with torch dispatching to
+# its baseline (non-vectorised) CPU kernels on one thread, compared by the nbval-approx rule of conftest.py.
+KERNEL_NOTEBOOKS := notebooks/nb03_extraction.ipynb notebooks/nb10_paper_route.ipynb
+OTHER_KERNELS := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+test-kernels: venv
+	$(OTHER_KERNELS) $(PY) -m pytest -q $(KERNEL_NOTEBOOKS) $(NBVAL)
+
+# The library's tests of the code that calls its dependencies, with every dependency at its floor
+FLOORS := .venv-floors
+FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_authors_route.py tests/test_reference.py \
+	tests/test_data.py tests/test_downstream_stats.py tests/test_layers.py tests/test_errors.py
+$(FLOORS)/.installed: requirements-floors.txt pyproject.toml
+	rm -rf $(FLOORS)
+	$(PYTHON) -m venv $(FLOORS)
+	$(FLOORS)/bin/python -m pip install -q -r requirements-floors.txt
+	$(FLOORS)/bin/python -m pip install -q --no-deps -e .
+	touch $@
+test-floors: $(FLOORS)/.installed
+	$(FLOORS)/bin/python -m pytest -q $(FLOOR_TESTS)
 
 notebooks: venv
 	$(PY) scripts/run_notebooks.py

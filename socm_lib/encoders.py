@@ -189,9 +189,12 @@ def _model_from_pretrained(source: str, name: str, dtype, **kwargs):
         first = exc
     try:  # weights_only=True: torch unpickles tensors and plain containers only, never arbitrary objects
         return AutoModel.from_pretrained(source, use_safetensors=False, weights_only=True, dtype=dtype, **kwargs)
-    except OSError:
-        raise first from None
-    except pickle.UnpicklingError as exc:
+    except (OSError, pickle.UnpicklingError) as error:
+        exc = error  # transformers 4.x wraps torch's UnpicklingError in an OSError: look along the chain
+        while exc is not None and not isinstance(exc, pickle.UnpicklingError):
+            exc = exc.__cause__ or exc.__context__
+        if exc is None:
+            raise first from None
         raise ModelUnavailableError(
             f"Refused to load {name!r} ({source}): its pytorch_model.bin holds objects other than tensors, which "
             f"torch's safe loader (weights_only=True) does not unpickle. Use a repository with safetensors weights. "

@@ -25,6 +25,12 @@ def standin_hub(standin_cache, monkeypatch):
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", standin_cache["HF_HUB_CACHE"])
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    # transformers 4.x copies both settings at import (5.x reads huggingface_hub's): patch its copies where present
+    import transformers.utils.hub as transformers_hub
+
+    for name, value in (("TRANSFORMERS_CACHE", standin_cache["HF_HUB_CACHE"]), ("_is_offline_mode", True)):
+        if hasattr(transformers_hub, name):
+            monkeypatch.setattr(transformers_hub, name, value)
     widgets.cached_encoder.cache_clear()
     widgets._cached_clouds.cache_clear()
     yield standin_cache
