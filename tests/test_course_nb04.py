@@ -8,7 +8,7 @@ from socm_lib.course import expected_value, get_task, verdict
 from socm_lib.course import nb04
 from socm_lib.viz.widgets import compare, source_texts
 
-IDS = ("nb04.1", "nb04.2")
+IDS = ("nb04.1", "nb04.2", "nb04.4")
 
 
 @pytest.fixture(scope="module")
@@ -39,3 +39,13 @@ def test_wrong_and_malformed_answers(task_id):
 def test_the_tasks_are_not_trivial():
     assert 0 < expected_value("nb04.1") < 2 and np.isfinite(expected_value("nb04.2"))
     assert abs(expected_value("nb04.2")) < 0.99
+
+
+def test_the_e5_ratio_matches_the_solution_path():
+    # the notebook's solution: the comparator's compare() on the default pair, the same texts
+    c = compare("all-minilm-l6", "multilingual-e5-small-4bit", source_texts("corpus", nb04.SAMPLE, nb04.SAMPLE_SEED))
+    means = c.mean_socm()
+    ratio = means["all-minilm-l6"] / means["multilingual-e5-small-4bit"]
+    assert expected_value("nb04.4") == pytest.approx(ratio, abs=1e-9)
+    assert verdict("nb04.4", ratio).status == "right" and ratio > 2  # E5 collapses far more than all-MiniLM
+    assert verdict("nb04.4", 1.01 * ratio).status == "wrong"  # a 1% error is beyond three significant figures

@@ -214,6 +214,8 @@ def _shown(w):
 def test_comparator_reacts_to_controls_and_survives_unavailable_models(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     w = widgets.Comparator(n_texts=20, show_figures=False)
+    assert (w.encoder_a.value, w.encoder_b.value) == ("all-minilm-l6", "multilingual-e5-small-4bit")
+    assert list(w.encoder_a.options)[:3] == list(widgets.OFFLINE)  # the three offline encoders come first
     assert w.last_error is None and "over 190 pairs of 20 texts" in w.last_summary
     assert _shown(w) == w.last_html and "190 pairs" in _shown(w)
     first, pair0 = w.last_summary, w.last_pair
@@ -222,8 +224,8 @@ def test_comparator_reacts_to_controls_and_survives_unavailable_models(monkeypat
     w.n_texts.value = 30
     assert "over 435 pairs of 30 texts" in w.last_summary and "435 pairs" in _shown(w)
     second = w.last_summary
-    w.encoder_a.value = "all-minilm-l6"
-    assert w.last_summary != second and w.last_summary.startswith("A all-minilm-l6")
+    w.encoder_a.value = "untrained-minilm-l6"
+    assert w.last_summary != second and w.last_summary.startswith("A untrained-minilm-l6")
     # an encoder that needs the network: clear message, other controls keep working
     w.encoder_b.value = "bert"
     assert w.last_summary is None and w.last_pair is None and w.pair.disabled
@@ -237,7 +239,7 @@ def test_comparator_reacts_to_controls_and_survives_unavailable_models(monkeypat
     # code from a model repository is never run by the widget: a ValueError, reported the same way
     w.encoder_a.value = "nomic-embed"
     assert "nomic-embed" in w.last_error and "trust_remote_code" in w.last_error
-    w.encoder_a.value = "untrained-minilm-l6"
+    w.encoder_a.value = "all-minilm-l6"
     assert w.last_error is None and w.last_summary is not None
 
 

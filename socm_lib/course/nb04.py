@@ -24,6 +24,10 @@ def _socm(name: str) -> np.ndarray:
     return np.asarray(socm_pairs(token_embeddings(load_encoder(name), _sample()), progress=False).socm)
 
 
+def _ratio_minilm_e5() -> float:
+    return float(_socm("all-minilm-l6").mean() / _socm("multilingual-e5-small-4bit").mean())
+
+
 def _spearman() -> float:
     from scipy.stats import spearmanr
 
@@ -48,6 +52,16 @@ register(
         kind="number", rtol=1e-3, atol=1e-3,
         hint="Both socm_pairs results list the pairs in the same order (i < j); rank-correlate their .socm "
              "arrays with scipy.stats.spearmanr.",
+        wrong_example=1.0,
+    ),
+    Task(
+        id="nb04.4",
+        question=f"Average SOCM of all pairs of the same {SAMPLE} texts under all-minilm-l6 divided by the average "
+                 "under multilingual-e5-small-4bit (three significant figures).",
+        expected=_ratio_minilm_e5,
+        kind="number", rtol=5e-3, atol=1e-3,
+        hint="compare('all-minilm-l6', 'multilingual-e5-small-4bit', texts).mean_socm() gives both averages; "
+             "divide the first by the second.",
         wrong_example=1.0,
     ),
 )

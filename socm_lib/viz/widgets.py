@@ -29,8 +29,10 @@ from ..extract import token_embeddings
 from ..pairs import PairResult, socm_pairs
 from .display import fixed, fmt
 
-DEFAULT_A = "untrained-minilm-l6"
-DEFAULT_B = "all-minilm-l6"
+#: The encoders that work offline anywhere, offered first: two contrastive encoders that collapse very
+#: differently (the default pair) and the untrained control.
+OFFLINE = ("all-minilm-l6", "multilingual-e5-small-4bit", "untrained-minilm-l6")
+DEFAULT_A, DEFAULT_B = OFFLINE[0], OFFLINE[1]
 DEFAULT_N_TEXTS = 120
 MAX_N_TEXTS = 500
 
@@ -121,7 +123,7 @@ def unavailable_message(name: str, exc: BaseException) -> str:
     how = (
         "To compare it, open this notebook in Google Colab (rocket button at the top of the page), where the "
         "Hugging Face Hub can be reached, and pick it there. Offline encoders that work anywhere: "
-        "'untrained-minilm-l6' and 'all-minilm-l6'."
+        + ", ".join(repr(n) for n in OFFLINE) + "."
     )
     if spec is not None and spec.needs_remote_code:
         how = (
@@ -245,7 +247,7 @@ class Comparator:
         import ipywidgets as w
 
         enable_colab_widgets()  # before any widget exists, so Colab renders them with its ipywidgets 8 manager
-        names = list(REGISTRY)
+        names = list(OFFLINE) + [n for n in REGISTRY if n not in OFFLINE]
         sources = available_sources()
         if source not in sources:
             raise ValueError(f"Text source {source!r} is not available here; choose from {list(sources)}.")
