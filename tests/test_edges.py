@@ -1,0 +1,158 @@
+"""Odd and bad inputs at the library's edges (issue 19): nothing lost, nothing silently wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import socm_lib
+import socm_lib.cli
+from socm_lib import reference
+
+
+# --- read_lines and the file readers -------------------------------------------------------------
+
+def test_read_lines_keeps_a_last_line_without_newline(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("\n".join(["one", "two", "three"]), encoding="utf-8")
+    assert socm_lib.read_lines(p) == ["one", "two", "three"]
+    p.write_text("only", encoding="utf-8")
+    assert socm_lib.read_lines(p) == ["only"]
+
+
+def test_read_lines_strips_a_byte_order_mark(tmp_path):
+    p = tmp_path / "bom.txt"
+    p.write_bytes("\ufefffirst\nsecond\n".encode("utf-8"))
+    assert socm_lib.read_lines(p) == ["first", "second"]
+
+
+def test_read_lines_refuses_non_utf8_and_folders(tmp_path):
+    p = tmp_path / "latin.txt"
+    p.write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin.txt is not UTF-8"):
+        socm_lib.read_lines(p)
+    with pytest.raises(ValueError, match="is a folder"):
+        socm_lib.read_lines(tmp_path)
+
+
+def test_read_sick_refuses_a_file_that_is_not_sick(tmp_path):
+    p = tmp_path / "notsick.txt"
+    p.write_text("a\tb\nc\td\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="notsick.txt lacks the column"):
+        socm_lib.read_sick(p)
+
+
+# --- normalisation at extreme scales -------------------------------------------------------------
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_extreme_scales_give_the_unscaled_answer(scale):
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(5, 4)) + 1, rng.normal(size=(7, 4)) + 1
+    want = reference.lowrank_pair(X, Y)
+    got = socm_lib.socm(X * scale, Y * scale)
+    assert got.d_mu == pytest.approx(want.d_mu, rel=1e-10)
+    assert got.d_sigma == pytest.approx(want.d_sigma, rel=1e-10)
+
+
+def test_mean_norm_that_overflows_is_refused():
+    X = np.full((3, 4), 1e308)
+    with pytest.raises(ValueError, match="not a finite float64"):
+        socm_lib.socm(X, X)
+
+
+# --- CLI: pairs, files and --out are checked before the model loads -----------------------------
+
+@pytest.fixture
+def no_model(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded before the inputs were checked")
+    monkeypatch.setattr(socm_lib.cli, "load_encoder", refuse)
+
+
+def run_cli(capsys, *args):
+    code = socm_lib.cli.main(["run", *args])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def test_random_pairs_are_distinct_and_ordered():
+    pairs = socm_lib.cli._pairs("random:3", 3, seed=0)
+    assert sorted(map(tuple, pairs)) == [(0, 1), (0, 2), (1, 2)]
+    pairs = socm_lib.cli._pairs("random:200", 40, seed=1)
+    assert len({tuple(p) for p in pairs}) == 200
+    assert (pairs[:, 0] < pairs[:, 1]).all() and pairs.max() < 40
+
+
+def test_condensed_pairs_follow_triu_order():
+    for n in (2, 3, 9, 61):
+        i, j = np.triu_indices(n, k=1)
+        got = socm_lib.cli._condensed_pairs(np.arange(len(i)), n)
+        np.testing.assert_array_equal(got, np.stack([i, j], axis=1))
+
+
+@pytest.mark.parametrize("spec", ["random:0", "random:-5", "random:abc", "random:4"])
+def test_bad_random_pairs_one_line_error(capsys, no_model, tmp_path, spec):
+    p = tmp_path / "three.txt"
+    p.write_text("a b\nc d\ne f", encoding="utf-8")
+    code, err = run_cli(capsys, "--texts", str(p), "--pairs", spec)
+    assert code == 2
+    assert err.startswith(f"error: --pairs {spec!r}") and err.count("\n") == 1
+
+
+def test_bad_files_one_line_error_naming_the_file(capsys, no_model, tmp_path):
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("caf\xe9\n".encode("latin-1"))
+    notsick = tmp_path / "notsick.tsv"
+    notsick.write_text("x\ty\n1\t2\n", encoding="utf-8")
+    for spec, name in [(str(latin), "latin.txt"), (str(tmp_path), str(tmp_path)),
+                       (f"sick:{notsick}", "notsick.tsv"), (str(tmp_path / "nope.txt"), "nope.txt")]:
+        code, err = run_cli(capsys, "--texts", spec)
+        assert code == 2, spec
+        assert err.startswith("error: ") and name in err and err.count("\n") == 1, err
+
+
+def test_unwritable_out_one_line_error(capsys, no_model, tmp_path):
+    code, err = run_cli(capsys, "--sample", "5", "--out", str(tmp_path / "missing" / "out.csv"))
+    assert code == 2 and "--out" in err and "out.csv" in err and err.count("\n") == 1
+    code, err = run_cli(capsys, "--sample", "5", "--out", str(tmp_path))
+    assert code == 2 and "--out" in err
+
+
+def test_hf_texts_without_datasets_one_line_error(capsys, no_model, monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_datasets(name, *args, **kwargs):
+        if name == "datasets":
+            raise ImportError("no datasets")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_datasets)
+    code, err = run_cli(capsys, "--texts", "hf:wikitext")
+    assert code == 2 and "datasets" in err and err.count("\n") == 1
+
+
+# --- max_length --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def minilm():
+    return socm_lib.load_encoder("all-minilm-l6", device="cpu")
+
+
+@pytest.mark.parametrize("bad", [0, -1, 100_000])
+def test_max_length_out_of_range(minilm, bad):
+    with pytest.raises(ValueError, match="max_length"):
+        socm_lib.token_embeddings(minilm, ["a short text"], max_length=bad)
+
+
+def test_max_length_bool_refused(minilm):
+    with pytest.raises(TypeError, match="max_length"):
+        socm_lib.token_embeddings(minilm, ["a short text"], max_length=True)
+
+
+def test_truncation_warns_once_with_the_count(minilm):
+    texts = ["word " * 50, "short", "word " * 30]
+    with pytest.warns(UserWarning, match="2 of 3 texts are longer than max_length = 16") as record:
+        clouds = socm_lib.token_embeddings(minilm, texts, max_length=16)
+    assert len([w for w in record if "max_length" in str(w.message)]) == 1
+    assert [c.shape[0] for c in clouds][::2] == [16, 16]
