@@ -33,7 +33,7 @@ from .data import (
     read_stsb,
     sample_texts,
 )
-from .viz.display import summary_lines
+from .report import summary_lines
 from .encoders import REGISTRY, ModelUnavailableError, load_encoder
 from .extract import token_embeddings
 from .gpu_check import main as gpu_check_main

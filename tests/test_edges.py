@@ -156,3 +156,20 @@ def test_truncation_warns_once_with_the_count(minilm):
         clouds = socm_lib.token_embeddings(minilm, texts, max_length=16)
     assert len([w for w in record if "max_length" in str(w.message)]) == 1
     assert [c.shape[0] for c in clouds][::2] == [16, 16]
+
+
+# --- packaging ---------------------------------------------------------------------------------
+
+def test_one_version_string_and_a_licence():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "socm_lib.__version__"}
+    assert socm_lib.__version__.count(".") == 2
+    assert (root / "LICENSE").read_text().startswith("MIT License")
+    deps = " ".join(project["project"]["dependencies"])
+    assert "huggingface_hub" in deps and "matplotlib" not in deps and "ipywidgets" not in deps
+    assert {"matplotlib", "ipywidgets"} <= {d.split(">")[0] for d in project["project"]["optional-dependencies"]["viz"]}
