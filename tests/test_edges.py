@@ -173,3 +173,15 @@ def test_one_version_string_and_a_licence():
     deps = " ".join(project["project"]["dependencies"])
     assert "huggingface_hub" in deps and "matplotlib" not in deps and "ipywidgets" not in deps
     assert {"matplotlib", "ipywidgets"} <= {d.split(">")[0] for d in project["project"]["optional-dependencies"]["viz"]}
+
+
+def test_import_socm_lib_loads_neither_transformers_nor_pandas():
+    import subprocess
+    import sys
+
+    code = ("import sys, socm_lib; assert socm_lib.socm; "
+            "print(sorted(m for m in ('transformers', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    code = "import sys, socm_lib; socm_lib.read_lines; print('pandas' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"
