@@ -410,20 +410,53 @@ class InsufficientMemoryError(MemoryError, ValueError):
     """The per-pair results would not fit in the memory this machine has free (see :func:`socm_pairs`)."""
 
 
+#: Files that hold a container's memory limit and current use: cgroup v2, then cgroup v1.
+CGROUP_FILES = (
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+)
+
+
+def _read_int(path: str) -> int | None:
+    """The integer in a one-line file, or ``None`` if absent, unreadable or ``max`` (no limit)."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_available() -> int | None:
+    """Bytes left under this process's cgroup memory limit (limit minus use), or ``None`` without a limit."""
+    for limit_file, usage_file in CGROUP_FILES:
+        limit = _read_int(limit_file)
+        if limit is not None and limit < 1 << 60:  # v1 writes a huge number for "no limit"
+            return max(limit - (_read_int(usage_file) or 0), 0)
+    return None
+
+
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation: ``MemAvailable`` of ``/proc/meminfo``, else the free
-    physical pages (``os.sysconf``); ``None`` where neither can be read."""
+    """Bytes of memory available to a new allocation: the smaller of ``MemAvailable`` of ``/proc/meminfo``
+    (else the free physical pages, ``os.sysconf``) and what a container's cgroup limit leaves (v2
+    ``memory.max`` minus ``memory.current``, or v1 ``memory.limit_in_bytes`` minus ``memory.usage_in_bytes``);
+    ``None`` where none can be read."""
+    host = None
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    host = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
         pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
+    if host is None:
+        try:
+            host = int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    known = [m for m in (host, _cgroup_available()) if m is not None]
+    return min(known) if known else None
 
 
 def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:

@@ -185,3 +185,24 @@ def test_import_socm_lib_loads_neither_transformers_nor_pandas():
     assert out.strip() == "[]"
     code = "import sys, socm_lib; socm_lib.read_lines; print('pandas' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"
+
+
+# --- available_memory reads a container's cgroup limit ------------------------------------------
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_available_memory_reads_the_cgroup_limit(tmp_path, monkeypatch, version):
+    from socm_lib import pairs
+
+    limit, usage = tmp_path / "limit", tmp_path / "usage"
+    limit.write_text(f"{300 * 2**20}\n")
+    usage.write_text(f"{100 * 2**20}\n")
+    files = [(str(limit), str(usage))]
+    if version == "v1":
+        files = [(str(tmp_path / "absent.max"), str(tmp_path / "absent.current"))] + files
+    monkeypatch.setattr(pairs, "CGROUP_FILES", tuple(files))
+    assert pairs.available_memory() == 200 * 2**20
+    limit.write_text("max\n")
+    host = pairs.available_memory()
+    assert host is not None and host != 200 * 2**20
+    limit.write_text(f"{1 << 62}\n")  # v1's "no limit"
+    assert pairs.available_memory() == host
