@@ -467,6 +467,15 @@ def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:
     return n_pairs * BYTES_PER_PAIR + engine.threads * 4 * block_elems * max(itemsize, 8)
 
 
+def require_memory(need: int, what: str, advice: str) -> None:
+    """Raise :class:`InsufficientMemoryError` when ``need`` bytes exceed :func:`available_memory`."""
+    free = available_memory()
+    if free is not None and need > free:
+        gib = 2.0**30
+        raise InsufficientMemoryError(f"{what} would need about {need / gib:.1f} GiB, but only {free / gib:.1f} GiB "
+                                      f"is available. {advice}")
+
+
 def _check_memory(n_pairs: int, engine: _Engine, block_elems: int) -> None:
     need, free = memory_estimate(n_pairs, engine, block_elems), available_memory()
     if free is None or need <= free:

@@ -206,3 +206,36 @@ def test_available_memory_reads_the_cgroup_limit(tmp_path, monkeypatch, version)
     assert host is not None and host != 200 * 2**20
     limit.write_text(f"{1 << 62}\n")  # v1's "no limit"
     assert pairs.available_memory() == host
+
+
+# --- paper_route shares socm_pairs' checks -------------------------------------------------------
+
+def _two_clouds():
+    rng = np.random.default_rng(5)
+    return [rng.normal(size=(4, 3)) + 1, rng.normal(size=(6, 3)) + 1]
+
+
+def test_paper_route_refuses_a_gpu_it_does_not_have():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ValueError, match="asks for a CUDA GPU"):
+        socm_lib.paper_route(_two_clouds(), device="cuda")
+
+
+def test_paper_route_refuses_a_zero_mean_cloud():
+    clouds = _two_clouds()
+    clouds[1] = np.array([[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]])
+    with pytest.raises(ValueError, match=r"clouds\[1\] has a zero mean"):
+        socm_lib.paper_route(clouds)
+
+
+def test_paper_route_checks_memory_first(monkeypatch):
+    from socm_lib import pairs
+
+    monkeypatch.setattr(pairs, "available_memory", lambda: 1000)
+    with pytest.raises(socm_lib.InsufficientMemoryError, match="paper_route on 2 clouds"):
+        socm_lib.paper_route(_two_clouds())
+    monkeypatch.setattr(pairs, "available_memory", lambda: 10**12)
+    assert len(socm_lib.paper_route(_two_clouds())) == 1
