@@ -239,3 +239,25 @@ def test_paper_route_checks_memory_first(monkeypatch):
         socm_lib.paper_route(_two_clouds())
     monkeypatch.setattr(pairs, "available_memory", lambda: 10**12)
     assert len(socm_lib.paper_route(_two_clouds())) == 1
+
+
+# --- socm() on one pair: a direct path, checked against the engine -------------------------------
+
+@pytest.mark.parametrize("shapes", [((5, 4), (7, 4)), ((1, 3), (6, 3)), ((1, 3), (1, 3)), ((30, 8), (2, 8))])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_socm_direct_path_equals_the_engine(shapes, normalize):
+    rng = np.random.default_rng(len(shapes[0]) + shapes[0][0])
+    X, Y = (rng.normal(size=s) + 0.5 for s in shapes)
+    got = socm_lib.socm(X, Y, normalize=normalize)
+    want = socm_lib.socm_pairs([X, Y], [(0, 1)], normalize=normalize, device="cpu", progress=False)[0]
+    for name in ("d_mu", "d_sigma", "socm"):
+        assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-10, abs=1e-14), name
+    ref = reference.lowrank_pair(X, Y, normalize=normalize)
+    assert got.d_sigma == pytest.approx(ref.d_sigma, rel=1e-10, abs=1e-14)
+
+
+def test_socm_direct_path_validates_like_the_engine():
+    with pytest.raises(ValueError, match="X2 has a zero mean"):
+        socm_lib.socm(np.ones((2, 3)), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="same encoder"):
+        socm_lib.socm(np.ones((2, 3)), np.ones((2, 4)))
