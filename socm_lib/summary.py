@@ -4,7 +4,8 @@ All pairs of :math:`N` texts are :math:`N(N-1)/2` pairs; :func:`socm_lib.socm_pa
 bytes of each (16 GB at :math:`N = 20{,}000`). :func:`socm_summary` runs the same engine
 (:func:`socm_lib.pairs._run_blocks`) but folds every block into running figures and drops it:
 
-* exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (running float64 sums), and
+* exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (float64 block sums added by
+  ``math.fsum``, so that they do not depend on the order in which threads finish), and
   the share of pairs with :math:`d_\Sigma > 1`;
 * the median of SOCM: exact while the pairs number at most ``exact_median_limit`` (their SOCM
   values are kept, 8 bytes a pair), beyond that from a histogram of :data:`MEDIAN_BINS` bins, with
@@ -20,6 +21,7 @@ Memory is bounded by the block size and these fixed-size tallies, not by the num
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 
@@ -92,7 +94,7 @@ class _Tally:
 
     def __init__(self, ranges: dict, bins: int, top_k: int, exact_median_limit: int):
         self.n, self.above = 0, 0
-        self.sums = dict.fromkeys(_FIELDS, 0.0)
+        self.partials = {k: [] for k in _FIELDS}  # one float64 sum per block, added up at the end
         self.edges = {k: _edges(*ranges[k], bins) for k in _FIELDS}
         self.counts = {k: np.zeros(bins, dtype=np.int64) for k in _FIELDS}
         self.fine_edges = _edges(*ranges["socm"], MEDIAN_BINS)
@@ -110,7 +112,7 @@ class _Tally:
         self.n += len(socm)
         self.above += int(np.count_nonzero(d_sigma > 1.0))
         for k in _FIELDS:
-            self.sums[k] += float(np.sum(block[k], dtype=np.float64))
+            self.partials[k].append(float(np.sum(block[k], dtype=np.float64)))
             self.counts[k] += np.bincount(_bin_index(self.edges[k], block[k]), minlength=len(self.counts[k]))
         np.add.at(self.fine, _bin_index(self.fine_edges, socm), 1)  # a block has far fewer pairs than bins
         if self.values is not None:
@@ -121,6 +123,11 @@ class _Tally:
         if self.top_k:
             self.most = self._keep(self.most, block, largest=True)
             self.least = self._keep(self.least, block, largest=False)
+
+    def total(self, name: str) -> float:
+        """The sum of ``name`` over every pair: ``math.fsum`` of the block sums, correctly rounded and so
+        independent of the order in which the threads handed the blocks over."""
+        return math.fsum(self.partials[name])
 
     def _keep(self, kept: dict, block: dict, largest: bool) -> dict:
         """The ``top_k`` pairs of ``kept`` and ``block`` by SOCM (descending if ``largest``), ties by position."""
@@ -150,11 +157,11 @@ class _Tally:
 
         return PairSummary(
             pairs=self.n,
-            mean_socm=self.sums["socm"] / self.n,
+            mean_socm=self.total("socm") / self.n,
             median_socm=median,
             median_socm_error=error,
-            mean_d_mu=self.sums["d_mu"] / self.n,
-            mean_d_sigma=self.sums["d_sigma"] / self.n,
+            mean_d_mu=self.total("d_mu") / self.n,
+            mean_d_sigma=self.total("d_sigma") / self.n,
             share_d_sigma_above_1=self.above / self.n,
             histograms={k: Histogram(self.edges[k], self.counts[k]) for k in _FIELDS},
             most_collapsed=pairs_of(self.most),

@@ -261,3 +261,36 @@ def test_socm_direct_path_validates_like_the_engine():
         socm_lib.socm(np.ones((2, 3)), np.zeros((2, 3)))
     with pytest.raises(ValueError, match="same encoder"):
         socm_lib.socm(np.ones((2, 3)), np.ones((2, 4)))
+
+
+# --- socm_summary's means do not depend on thread timing or thread count -------------------------
+
+def test_summary_means_do_not_depend_on_block_order_or_threads(monkeypatch):
+    import torch
+
+    from socm_lib import pairs
+
+    rng = np.random.default_rng(11)
+    clouds = [rng.normal(size=(int(n), 6)) + 0.3 for n in rng.integers(2, 12, size=40)]
+
+    def means():
+        r = socm_lib.socm_summary(clouds, block_elems=64, progress=False)
+        return r.mean_socm, r.mean_d_mu, r.mean_d_sigma
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = means()
+        torch.set_num_threads(4)
+        four = means()
+    finally:
+        torch.set_num_threads(threads)
+    monkeypatch.setattr(pairs, "as_completed", lambda futures: list(futures)[::-1])  # blocks finish backwards
+    torch.set_num_threads(4)
+    try:
+        backwards = means()
+    finally:
+        torch.set_num_threads(threads)
+    assert one == four == backwards
+    full = socm_lib.socm_pairs(clouds, device="cpu", progress=False)
+    assert one[0] == pytest.approx(full.socm.mean(), rel=1e-12)
