@@ -92,10 +92,10 @@ def _edges(lo: float, hi: float, bins: int) -> np.ndarray:
 class _Tally:
     """Running sums, histograms, median and top-k lists of the pairs handed to :meth:`add`."""
 
-    def __init__(self, ranges: dict, bins: int, top_k: int, exact_median_limit: int):
+    def __init__(self, ranges: dict, bins: int, top_k: int, exact_median_limit: int, hist_ranges: dict):
         self.n, self.above = 0, 0
         self.partials = {k: [] for k in _FIELDS}  # one float64 sum per block, added up at the end
-        self.edges = {k: _edges(*ranges[k], bins) for k in _FIELDS}
+        self.edges = {k: _edges(*hist_ranges[k], bins) for k in _FIELDS}
         self.counts = {k: np.zeros(bins, dtype=np.int64) for k in _FIELDS}
         self.fine_edges = _edges(*ranges["socm"], MEDIAN_BINS)
         self.fine = np.zeros(MEDIAN_BINS, dtype=np.int64)
@@ -177,6 +177,26 @@ def _ranges(means: np.ndarray, traces: np.ndarray) -> dict:
     return {"d_mu": (0.0, r2), "d_sigma": (0.0, d_sigma_hi), "socm": (socm_lo, d_sigma_hi)}
 
 
+def _histogram_ranges(given) -> dict:
+    """Validate the ``range=`` of :func:`socm_summary`: ``{name: (low, high)}`` with finite ``low < high``."""
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise TypeError(f"range must be None or a dict such as {{'socm': (0.0, 0.5)}}, got {type(given).__name__}.")
+    out = {}
+    for name, value in given.items():
+        if name not in _FIELDS:
+            raise ValueError(f"range has an unknown key {name!r}; use some of {list(_FIELDS)}.")
+        try:
+            low, high = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise TypeError(f"range[{name!r}] must be a pair (low, high) of numbers, got {value!r}.") from None
+        if not (np.isfinite(low) and np.isfinite(high) and low < high):
+            raise ValueError(f"range[{name!r}] = {value!r}: need finite low < high.")
+        out[name] = (low, high)
+    return out
+
+
 def _chunks_in_order(n: int, pairs: np.ndarray | None, size: int):
     """``(start, (P, 2) pairs)`` chunks of ``pairs`` (``None``: all ``i < j`` in lexicographic order, generated
     row by row, never all at once), about ``size`` pairs each."""
@@ -214,6 +234,7 @@ def socm_summary(
     exact_median_limit: int = EXACT_MEDIAN_LIMIT,
     on_pairs=None,
     chunk_pairs: int = CHUNK_PAIRS,
+    range: dict | None = None,
 ) -> PairSummary:
     r"""The figures of ``socm_pairs(clouds, pairs).summary()``, histograms and extreme pairs, in bounded memory.
 
@@ -223,7 +244,12 @@ def socm_summary(
         As for :func:`socm_lib.socm_pairs`; the pairs are computed by the same engine.
     bins
         Bins of each histogram (:math:`d_\mu`, :math:`d_\Sigma`, SOCM), over ranges fixed before the
-        first pair (module docstring).
+        first pair (module docstring), or over ``range``.
+    range
+        ``None``, or ``{name: (low, high)}`` for some of ``"d_mu"``, ``"d_sigma"``, ``"socm"``: that
+        histogram's range, as ``numpy.histogram``'s ``range=`` (``low < high``, finite). Values outside it
+        are counted in the end bins, so that the counts still add up to the number of pairs. The
+        median is unaffected (its fine histogram always spans the worst-case bounds).
     top_k
         How many of the most and of the least collapsed pairs to keep.
     exact_median_limit
@@ -255,7 +281,8 @@ def socm_summary(
     n_pairs = len(pairs) if pairs is not None else n * (n - 1) // 2
     if n_pairs == 0:
         raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
-    tally = _Tally(_ranges(engine.means, engine.traces), bins, top_k, exact_median_limit)
+    bounds = _ranges(engine.means, engine.traces)
+    tally = _Tally(bounds, bins, top_k, exact_median_limit, {**bounds, **_histogram_ranges(range)})
     show = n_pairs > 20_000 if progress is None else progress
     with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
         if on_pairs is None:

@@ -294,3 +294,21 @@ def test_summary_means_do_not_depend_on_block_order_or_threads(monkeypatch):
     assert one == four == backwards
     full = socm_lib.socm_pairs(clouds, device="cpu", progress=False)
     assert one[0] == pytest.approx(full.socm.mean(), rel=1e-12)
+
+
+def test_summary_histogram_range_like_numpy():
+    rng = np.random.default_rng(2)
+    clouds = [rng.normal(size=(int(n), 5)) + 0.4 for n in rng.integers(2, 9, size=25)]
+    full = socm_lib.socm_pairs(clouds, device="cpu", progress=False)
+    lo, hi = np.quantile(full.socm, [0.0, 0.9])
+    r = socm_lib.socm_summary(clouds, bins=20, range={"socm": (lo, hi)}, progress=False)
+    h = r.histograms["socm"]
+    want_counts, want_edges = np.histogram(np.clip(full.socm, lo, hi), bins=20, range=(lo, hi))
+    np.testing.assert_allclose(h.edges[[0, -1]], [lo, hi], rtol=1e-8)
+    assert h.counts.sum() == len(full)
+    inside = (full.socm >= lo) & (full.socm < want_edges[-2])
+    assert abs(int(h.counts[:-1].sum()) - int(inside.sum())) <= 1  # the top edge's round-off margin
+    for bad, err in [({"socm": (1, 0)}, ValueError), ({"cos": (0, 1)}, ValueError), ({"socm": 3}, TypeError),
+                     ((0, 1), TypeError)]:
+        with pytest.raises(err, match="range"):
+            socm_lib.socm_summary(clouds, range=bad, progress=False)
