@@ -406,7 +406,8 @@ def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, con
 
 
 def all_pairs(n_texts: int) -> np.ndarray:
-    """Every pair ``(i, j)`` with ``i < j`` in lexicographic order, shape ``(n(n-1)/2, 2)``."""
+    """Every pair ``(i, j)`` with ``i < j`` in lexicographic order (``scipy.spatial.distance.pdist``'s condensed
+    order), shape ``(n(n-1)/2, 2)``."""
     i, j = np.triu_indices(n_texts, k=1)
     return np.stack([i, j], axis=1)
 
@@ -515,7 +516,9 @@ def socm_pairs(
     clouds
         List of ``(n_i, d)`` numpy arrays or torch tensors, one per text (``d`` shared).
     pairs
-        ``None`` for every pair ``i < j`` (in lexicographic order), or a ``(P, 2)`` array of index pairs.
+        ``None`` for every pair ``i < j`` in lexicographic order, which is the condensed order of
+        ``scipy.spatial.distance.pdist`` (so ``scipy.spatial.distance.squareform(result.socm)`` is the
+        ``N x N`` matrix), or a ``(P, 2)`` array of index pairs.
     normalize
         Divide each cloud by the norm of its mean first (the paper's convention).
     device

@@ -312,3 +312,15 @@ def test_summary_histogram_range_like_numpy():
                      ((0, 1), TypeError)]:
         with pytest.raises(err, match="range"):
             socm_lib.socm_summary(clouds, range=bad, progress=False)
+
+
+def test_all_pairs_order_is_pdist_condensed_order():
+    from scipy.spatial.distance import pdist, squareform
+
+    rng = np.random.default_rng(4)
+    clouds = [rng.normal(size=(3, 2)) + 1 for _ in range(6)]
+    r = socm_lib.socm_pairs(clouds, device="cpu", progress=False)
+    means = np.array([c.mean(axis=0) / np.linalg.norm(c.mean(axis=0)) for c in clouds])
+    np.testing.assert_allclose(r.d_mu, pdist(means, "sqeuclidean") / 4, rtol=1e-12)
+    M = squareform(r.socm)
+    assert M[2, 4] == pytest.approx(socm_lib.socm(clouds[2], clouds[4]).socm, rel=1e-10)
