@@ -324,3 +324,17 @@ def test_all_pairs_order_is_pdist_condensed_order():
     np.testing.assert_allclose(r.d_mu, pdist(means, "sqeuclidean") / 4, rtol=1e-12)
     M = squareform(r.socm)
     assert M[2, 4] == pytest.approx(socm_lib.socm(clouds[2], clouds[4]).socm, rel=1e-10)
+
+
+def test_generators_are_accepted_alike():
+    rng = np.random.default_rng(8)
+    clouds = [rng.normal(size=(4, 3)) + 1 for _ in range(4)]
+    want = socm_lib.socm_pairs(clouds, [(0, 1), (2, 3)], device="cpu", progress=False)
+    got = socm_lib.socm_pairs((c for c in clouds), ((i, j) for i, j in [(0, 1), (2, 3)]), device="cpu",
+                              progress=False)
+    np.testing.assert_array_equal(got.socm, want.socm)
+    from socm_lib.checks import as_texts
+
+    assert as_texts(t for t in ["a", "b"]) == ["a", "b"]
+    with pytest.raises(ValueError, match="clouds is empty"):
+        socm_lib.socm_pairs(c for c in [])
