@@ -26,21 +26,30 @@ from .stats import (
     normalize_cloud,
     spread,
 )
-from .data import (
-    PAIR_KINDS,
-    corpus,
-    hf_texts,
-    labelled_pairs,
-    read_lines,
-    read_msmarco_passages,
-    read_sick,
-    read_stsb,
-    sample_texts,
-    shared_data_dir,
-)
-from .encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
-from .extract import token_embeddings
-from .layers import layer_profile
-from .protocol import Measurement, measure, paper_protocol
+#: Names loaded on first use (PEP 562), so that ``import socm_lib`` pulls in neither transformers nor pandas.
+_LAZY = {
+    "data": ("PAIR_KINDS", "corpus", "hf_texts", "labelled_pairs", "read_lines", "read_msmarco_passages",
+             "read_sick", "read_stsb", "sample_texts", "shared_data_dir"),
+    "encoders": ("REGISTRY", "Encoder", "ModelUnavailableError", "load_encoder"),
+    "extract": ("token_embeddings",),
+    "layers": ("layer_profile",),
+    "protocol": ("Measurement", "measure", "paper_protocol"),
+}
+_HOME = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'socm_lib' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
 
 __version__ = "0.1.0"

@@ -51,9 +51,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checks import as_clouds, as_pairs
-from .pairs import PairResult, all_pairs
+from .checks import as_clouds, as_device, as_pairs
+from .pairs import PairResult, all_pairs, require_memory
 from .reference import lowrank_factor
+from .stats import mean_norm
 
 #: The regulariser the released code adds to every matrix before its square root.
 REGULARISER = 1e-9
@@ -119,11 +120,19 @@ def paper_route(
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
     if not (isinstance(eps, (int, float)) and eps >= 0):
         raise ValueError(f"eps must be a number >= 0, got {eps!r}.")
+    device = as_device(device)
     X = as_clouds(clouds)
+    for k, x in enumerate(X):
+        mean_norm(x, f"clouds[{k}]")  # a zero mean would be divided by the released code's 1e-12
     pairs = as_pairs(pairs, len(X)) if pairs is not None else all_pairs(len(X))
     if len(pairs) == 0:
         raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
-    device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+    d, itemsize = X[0].shape[1], torch.empty((), dtype=dtype).element_size()
+    # every cloud's d x d covariance, a batch's square roots and products, and the float64 results
+    need = len(X) * (d * d + d) * itemsize + 6 * batch_size * d * d * itemsize + len(pairs) * 3 * 8
+    require_memory(need, f"paper_route on {len(X):,} clouds of d = {d} ({d} x {d} covariances) and "
+                         f"{len(pairs):,} pairs", "Use socm_lib.socm_pairs (exact, O(n^2 d) memory per pair), "
+                         "or fewer clouds.")
     stats = [_statistics(x.to(device), dtype) for x in X]
     out = np.empty((len(pairs), 3))
     show = len(pairs) > 2_000 if progress is None else progress

@@ -7,7 +7,7 @@ silent NaN or a traceback from deep inside torch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -59,6 +59,8 @@ def as_clouds(clouds, name: str = "clouds") -> list[torch.Tensor]:
             f"{name} is a single {type(clouds).__name__} of shape {tuple(clouds.shape)}; pass a list of "
             "(n_i, d) arrays, one per text (for a stacked (N, n, d) array use list(array))."
         )
+    if isinstance(clouds, Iterator):  # generators are accepted for clouds, texts and pairs alike
+        clouds = list(clouds)
     if not isinstance(clouds, Sequence) or isinstance(clouds, (str, bytes)):
         raise TypeError(f"{name} must be a list of (n_i, d) arrays, got {type(clouds).__name__}.")
     if len(clouds) == 0:
@@ -76,6 +78,8 @@ def as_clouds(clouds, name: str = "clouds") -> list[torch.Tensor]:
 
 def as_pairs(pairs, n_clouds: int) -> np.ndarray:
     """Validate index pairs ``(i, j)`` into a list of ``n_clouds`` clouds; returns an int64 ``(P, 2)`` array."""
+    if isinstance(pairs, Iterator):
+        pairs = list(pairs)
     try:
         arr = np.asarray(pairs)
     except Exception as exc:  # ragged input
@@ -95,7 +99,7 @@ def as_texts(texts, name: str = "texts") -> list[str]:
     """Validate a list of non-empty strings."""
     if isinstance(texts, str):
         raise TypeError(f"{name} is a single string; pass a list of texts, e.g. [{texts[:30]!r}].")
-    if not isinstance(texts, Sequence):
+    if isinstance(texts, Iterator) or not isinstance(texts, Sequence):
         try:
             texts = list(texts)
         except TypeError:

@@ -16,8 +16,10 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -31,7 +33,7 @@ from .data import (
     read_stsb,
     sample_texts,
 )
-from .viz.display import summary_lines
+from .report import summary_lines
 from .encoders import REGISTRY, ModelUnavailableError, load_encoder
 from .extract import token_embeddings
 from .gpu_check import main as gpu_check_main
@@ -57,24 +59,48 @@ def _texts(spec: str) -> list[str]:
 
 
 def _pairs(mode: str, n: int, seed: int):
+    """``None`` for all pairs, or ``N`` distinct pairs ``i < j`` drawn without replacement (seeded)."""
     if mode == "all":
         return None
     if mode.startswith("random:"):
-        k = int(mode.split(":", 1)[1])
-        rng = np.random.default_rng(seed)
-        i, j = rng.integers(0, n, size=(2, 4 * k))
-        keep = i != j
-        return np.stack([i[keep], j[keep]], axis=1)[:k]
+        count = mode.split(":", 1)[1]
+        total = n * (n - 1) // 2
+        if not count.isdigit() or not 1 <= int(count) <= total:
+            raise ValueError(f"--pairs {mode!r}: N must be an integer with 1 <= N <= {total} "
+                             f"(the number of pairs i < j of {n} texts).")
+        flat = np.sort(np.random.default_rng(seed).choice(total, size=int(count), replace=False))
+        return _condensed_pairs(flat, n)
     raise ValueError(f"Unknown --pairs {mode!r}; use all, random:N or labelled.")
+
+
+def _condensed_pairs(flat: np.ndarray, n: int) -> np.ndarray:
+    """The pairs ``(i, j)``, ``i < j``, at positions ``flat`` of the condensed order of ``n`` texts, ``(P, 2)``.
+
+    Row ``i`` starts at position ``s(i) = i n - i (i + 1) / 2``; ``i`` is the largest row with ``s(i) <= k``.
+    """
+    k = flat.astype(np.int64)
+    i = (n - 2 - np.floor(np.sqrt(-8.0 * k + 4.0 * n * (n - 1) - 7) / 2 - 0.5)).astype(np.int64)
+    j = k + i + 1 - n * (n - 1) // 2 + (n - i) * (n - i - 1) // 2
+    return np.stack([i, j], axis=1)
+
+
+def _check_out(path) -> None:
+    """Refuse an ``--out`` that cannot be written, before any model is loaded."""
+    if path is None:
+        return
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"--out {path}: cannot write a file there; choose a writable file path.")
 
 
 def run(args) -> int:
     """Extract the texts' token clouds, then stream SOCM over the pairs (:func:`socm_lib.socm_summary`).
 
     Without ``--out`` only the summary is kept (memory bounded by the engine's block size); with
-    ``--out`` the pairs are also written to the CSV chunk by chunk, in pair order.
+    ``--out`` the pairs are also written to the CSV chunk by chunk, in pair order. The texts, pairs and
+    ``--out`` are checked before the model loads.
     """
-    encoder = load_encoder(args.encoder, device=args.device, trust_remote_code=args.trust_remote_code)
     if args.pairs == "labelled":
         df = labelled_pairs()
         texts = list(df["text_a"]) + list(df["text_b"])
@@ -82,10 +108,14 @@ def run(args) -> int:
         extra = {"kind": np.array(df["kind"], dtype=object)}
     else:
         texts = _texts(args.texts)
+        if not texts:
+            raise ValueError(f"--texts {args.texts}: no non-empty text found.")
         if args.sample and args.sample < len(texts):
             texts = sample_texts(texts, args.sample, args.seed)
         pairs = _pairs(args.pairs, len(texts), args.seed)
         extra = {}
+    _check_out(args.out)
+    encoder = load_encoder(args.encoder, device=args.device, trust_remote_code=args.trust_remote_code)
     clouds = token_embeddings(encoder, texts, layer=args.layer, special_tokens=not args.no_special_tokens,
                               batch_size=args.batch_size, progress=True)
     concentration = np.array([concentration_ratio(c) for c in clouds])
@@ -151,7 +181,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError, ModelUnavailableError) as exc:
+    except (ValueError, TypeError, OSError, ImportError, ModelUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

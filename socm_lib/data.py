@@ -10,6 +10,7 @@ nothing is downloaded unless you call :func:`hf_texts` where a network exists.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from importlib import resources
 from pathlib import Path
@@ -69,9 +70,10 @@ def read_stsb(path) -> pd.DataFrame:
     Columns ``genre, file, year, id, score, sentence1, sentence2``; ``score`` is a float in [0, 5]. Rows with
     two extra attribution fields (9 instead of 7) are read correctly; those fields are dropped.
     """
-    p = _existing(path, "STS-B file")
-    with open(p, encoding="utf-8") as fh:
-        rows = [r[:7] for r in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+    raw = _text_file(path, "STS-B file")
+    rows = [r[:7] for r in csv.reader(io.StringIO(raw, newline=None), delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+    if any(len(r) < 7 for r in rows):
+        raise ValueError(f"STS-B file {path} has rows with fewer than 7 tab-separated fields; is it an STS-B file?")
     df = pd.DataFrame(rows, columns=["genre", "file", "year", "id", "score", "sentence1", "sentence2"])
     df["score"] = df["score"].astype(float)
     return df
@@ -79,7 +81,10 @@ def read_stsb(path) -> pd.DataFrame:
 
 def read_sick(path) -> pd.DataFrame:
     """Read a SICK file: columns ``pair_id, sentence_a, sentence_b, relatedness, entailment``."""
-    df = _read_tsv(_existing(path, "SICK file"))
+    df = _read_tsv(io.StringIO(_text_file(path, "SICK file")))
+    missing = {"pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"} - set(df.columns)
+    if missing:
+        raise ValueError(f"SICK file {path} lacks the column(s) {sorted(missing)}; is it a SICK file?")
     df = df.rename(
         columns={
             "pair_ID": "pair_id",
@@ -93,19 +98,33 @@ def read_sick(path) -> pd.DataFrame:
     return df[["pair_id", "sentence_a", "sentence_b", "relatedness", "entailment"]]
 
 
-def read_lines(path) -> list[str]:
-    """One text per non-empty line. A file cut off mid-line (no final newline) loses that partial last line."""
-    p = _existing(path, "Text file")
-    raw = p.read_text(encoding="utf-8")
+def _text_file(path, what: str) -> str:
+    """The UTF-8 text of ``path`` with any byte-order mark removed; one-line errors naming the file."""
+    p = _existing(path, what)
+    if p.is_dir():
+        raise ValueError(f"{what} {p} is a folder; pass the path to a file.")
+    try:
+        return p.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} {p} is not UTF-8 (byte {exc.start}); convert it with e.g. iconv -t utf-8.") from None
+
+
+def read_lines(path, *, drop_unterminated_last: bool = False) -> list[str]:
+    """One text per non-empty line, every line kept (a UTF-8 byte-order mark is removed).
+
+    ``drop_unterminated_last=True`` drops a last line that has no final newline, for a file known to be
+    cut off mid-line (such as the shared extract of ``wiki1m_for_simcse.txt``).
+    """
+    raw = _text_file(path, "Text file")
     lines = raw.split("\n")
-    if not raw.endswith("\n"):
+    if drop_unterminated_last and not raw.endswith("\n"):
         lines = lines[:-1]
     return [line.strip() for line in lines if line.strip()]
 
 
 def read_msmarco_passages(path) -> list[str]:
     """Passages of an MS MARCO ``collection`` file (``pid<TAB>passage`` per line)."""
-    df = _read_tsv(_existing(path, "MS MARCO collection"), names=["pid", "passage"], header=None)
+    df = _read_tsv(io.StringIO(_text_file(path, "MS MARCO collection")), names=["pid", "passage"], header=None)
     return [t for t in df["passage"] if t.strip()]
 
 

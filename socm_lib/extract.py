@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import warnings
 
 import numpy as np
 import torch
@@ -69,7 +70,8 @@ def token_embeddings(
         Keep [CLS]/[SEP]-type tokens (the paper's convention). ``False`` drops them; a text left with no
         token then raises ``ValueError``.
     max_length
-        Truncation length in tokens (default: the tokenizer's own limit).
+        Truncation length in tokens, ``1 <= max_length <=`` the model's limit (default: that limit). Texts
+        longer than it are truncated, with one warning giving their count.
     half
         On a GPU, run the forward pass in float16 (the returned clouds are still float32 arrays, and the library computes every statistic from them in float64).
     progress
@@ -88,8 +90,23 @@ def token_embeddings(
     prefix = encoder.prefix if prefix is None else prefix
     layers, single = _layer_indices(layer, encoder.num_layers)
     tok = encoder.tokenizer
-    limit = max_length or min(int(tok.model_max_length), int(encoder.model.config.max_position_embeddings))
-    enc = tok([prefix + t for t in texts] if prefix else texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
+    model_limit = min(int(tok.model_max_length), int(encoder.model.config.max_position_embeddings))
+    if max_length is None:
+        limit = model_limit
+    elif isinstance(max_length, (bool, np.bool_)) or not isinstance(max_length, (int, np.integer)):
+        raise TypeError(f"max_length must be an int or None, got {type(max_length).__name__}.")
+    elif not 1 <= max_length <= model_limit:
+        raise ValueError(f"max_length = {max_length} is outside 1 <= max_length <= {model_limit} (this model's "
+                         "position limit); pass a value in that range or None for the limit.")
+    else:
+        limit = int(max_length)
+    texts = [prefix + t for t in texts] if prefix else texts
+    full = tok(texts, truncation=False, add_special_tokens=True, verbose=False)["input_ids"]
+    cut = sum(len(ids) > limit for ids in full)
+    if cut:
+        warnings.warn(f"{cut} of {len(texts)} texts are longer than max_length = {limit} tokens and were "
+                      "truncated to it.", stacklevel=2)
+    enc = tok(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
     lengths = np.array([len(ids) for ids in enc["input_ids"]])
     order = np.argsort(-lengths, kind="stable")
     device = encoder.device

@@ -70,7 +70,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     from .encoders import load_encoder, provenance
     from .extract import token_embeddings
     from .pairs import socm_pairs
-    from .viz.display import device_report
+    from .report import device_report
 
     if not isinstance(n_texts, int) or n_texts < 2:
         raise ValueError(f"n_texts must be an int of at least 2, got {n_texts!r}.")

@@ -147,6 +147,13 @@ def _helmert_rows(C: torch.Tensor) -> torch.Tensor:
     return (C.cumsum(dim=0)[:-1] - k * C[1:]) / torch.sqrt(k * (k + 1))
 
 
+def _factor(x: torch.Tensor, normalize: bool, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(m, A)`` of one float64 cloud: the (normalised) mean ``(d,)`` and its ``n - 1`` scaled Helmert rows ``(n-1, d)``."""
+    mu = x.mean(dim=0)
+    scale = 1.0 / mean_norm(x, name) if normalize else torch.tensor(1.0, dtype=x.dtype)
+    return mu * scale, _helmert_rows(x - mu) * (scale / np.sqrt(x.shape[0]))
+
+
 def _prepare(clouds, normalize: bool, tolerance: float, device, dtype):
     """Normalised means ``m`` (N, d) and traces ``tr Sigma`` (N,) as float64 numpy, and the length buckets.
 
@@ -156,10 +163,8 @@ def _prepare(clouds, normalize: bool, tolerance: float, device, dtype):
     X = as_clouds(clouds)
     means, traces, rows = [], [], []
     for k, x in enumerate(X):
-        mu = x.mean(dim=0)
-        scale = 1.0 / mean_norm(x, f"clouds[{k}]") if normalize else torch.tensor(1.0, dtype=x.dtype)
-        A = _helmert_rows(x - mu) * (scale / np.sqrt(x.shape[0]))
-        means.append(mu * scale)
+        m, A = _factor(x, normalize, f"clouds[{k}]")
+        means.append(m)
         traces.append(float((A * A).sum()))
         rows.append(A)
     row_counts = np.array([max(A.shape[0], 1) for A in rows])  # a one-token text keeps one zero row
@@ -401,7 +406,8 @@ def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, con
 
 
 def all_pairs(n_texts: int) -> np.ndarray:
-    """Every pair ``(i, j)`` with ``i < j`` in lexicographic order, shape ``(n(n-1)/2, 2)``."""
+    """Every pair ``(i, j)`` with ``i < j`` in lexicographic order (``scipy.spatial.distance.pdist``'s condensed
+    order), shape ``(n(n-1)/2, 2)``."""
     i, j = np.triu_indices(n_texts, k=1)
     return np.stack([i, j], axis=1)
 
@@ -410,20 +416,53 @@ class InsufficientMemoryError(MemoryError, ValueError):
     """The per-pair results would not fit in the memory this machine has free (see :func:`socm_pairs`)."""
 
 
+#: Files that hold a container's memory limit and current use: cgroup v2, then cgroup v1.
+CGROUP_FILES = (
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+)
+
+
+def _read_int(path: str) -> int | None:
+    """The integer in a one-line file, or ``None`` if absent, unreadable or ``max`` (no limit)."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_available() -> int | None:
+    """Bytes left under this process's cgroup memory limit (limit minus use), or ``None`` without a limit."""
+    for limit_file, usage_file in CGROUP_FILES:
+        limit = _read_int(limit_file)
+        if limit is not None and limit < 1 << 60:  # v1 writes a huge number for "no limit"
+            return max(limit - (_read_int(usage_file) or 0), 0)
+    return None
+
+
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation: ``MemAvailable`` of ``/proc/meminfo``, else the free
-    physical pages (``os.sysconf``); ``None`` where neither can be read."""
+    """Bytes of memory available to a new allocation: the smaller of ``MemAvailable`` of ``/proc/meminfo``
+    (else the free physical pages, ``os.sysconf``) and what a container's cgroup limit leaves (v2
+    ``memory.max`` minus ``memory.current``, or v1 ``memory.limit_in_bytes`` minus ``memory.usage_in_bytes``);
+    ``None`` where none can be read."""
+    host = None
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    host = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
         pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
+    if host is None:
+        try:
+            host = int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    known = [m for m in (host, _cgroup_available()) if m is not None]
+    return min(known) if known else None
 
 
 def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:
@@ -432,6 +471,15 @@ def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:
     ``block_elems`` entries)."""
     itemsize = engine.buckets[0].A.element_size()
     return n_pairs * BYTES_PER_PAIR + engine.threads * 4 * block_elems * max(itemsize, 8)
+
+
+def require_memory(need: int, what: str, advice: str) -> None:
+    """Raise :class:`InsufficientMemoryError` when ``need`` bytes exceed :func:`available_memory`."""
+    free = available_memory()
+    if free is not None and need > free:
+        gib = 2.0**30
+        raise InsufficientMemoryError(f"{what} would need about {need / gib:.1f} GiB, but only {free / gib:.1f} GiB "
+                                      f"is available. {advice}")
 
 
 def _check_memory(n_pairs: int, engine: _Engine, block_elems: int) -> None:
@@ -468,7 +516,9 @@ def socm_pairs(
     clouds
         List of ``(n_i, d)`` numpy arrays or torch tensors, one per text (``d`` shared).
     pairs
-        ``None`` for every pair ``i < j`` (in lexicographic order), or a ``(P, 2)`` array of index pairs.
+        ``None`` for every pair ``i < j`` in lexicographic order, which is the condensed order of
+        ``scipy.spatial.distance.pdist`` (so ``scipy.spatial.distance.squareform(result.socm)`` is the
+        ``N x N`` matrix), or a ``(P, 2)`` array of index pairs.
     normalize
         Divide each cloud by the norm of its mean first (the paper's convention).
     device
@@ -523,6 +573,13 @@ def socm(X1, X2, *, normalize: bool = True) -> SOCMResult:
     r"""SOCM of two token clouds: :math:`(1-d_\mu)\,d_\Sigma` (Definition ``def-ch03-socm``).
 
     ``X1`` and ``X2`` are ``(n, d)`` numpy arrays or torch tensors. With ``normalize=True`` each cloud
-    is first divided by the norm of its mean, as in Hara et al. (2026).
+    is first divided by the norm of its mean, as in Hara et al. (2026). One pair takes a direct path
+    (one SVD of the small cross-Gram :math:`A_1 A_2^\top`, float64 on the CPU) with the same factors as
+    :func:`socm_pairs`, without the batched engine's buckets and threads.
     """
-    return socm_pairs([X1, X2], [(0, 1)], normalize=normalize, device="cpu", progress=False)[0]
+    X = as_clouds([X1, X2])
+    (m1, A), (m2, B) = (_factor(x, normalize, f"X{k + 1}") for k, x in enumerate(X))
+    nuclear = float(np.linalg.svd(A.numpy() @ B.numpy().T, compute_uv=False).sum()) if len(A) and len(B) else 0.0
+    d_sigma = max(float((A * A).sum()) + float((B * B).sum()) - 2.0 * nuclear, 0.0) / 4.0
+    d_mu = float(((m1 - m2) ** 2).sum()) / 4.0
+    return SOCMResult(d_mu=d_mu, d_sigma=d_sigma, socm=(1.0 - d_mu) * d_sigma)

@@ -32,8 +32,17 @@ def cloud_covariance(X) -> torch.Tensor:
 
 
 def mean_norm(X: torch.Tensor, name: str) -> torch.Tensor:
-    r""":math:`\lVert\mu(X)\rVert`, refusing a zero mean (normalisation would divide by zero)."""
-    norm = torch.linalg.vector_norm(X.mean(dim=0))
+    r""":math:`\lVert\mu(X)\rVert`, refusing a zero or non-finite mean (normalisation would divide by it).
+
+    Computed as :math:`s\,\lVert\mu(X/s)\rVert` with :math:`s = \max_{j,k}|x_{jk}|`, so that clouds
+    scaled by 1e200 or 1e-200 neither overflow nor underflow in the squares of the norm.
+    """
+    s = X.abs().max()
+    norm = torch.linalg.vector_norm((X / s).mean(dim=0)) * s if bool(s > 0) else s
+    if not bool(torch.isfinite(norm)):
+        raise ValueError(
+            f"{name} has a mean whose norm ({float(norm)}) is not a finite float64; rescale the cloud first."
+        )
     if not bool(norm > 0):
         raise ValueError(
             f"{name} has a zero mean vector, so it cannot be normalised by its mean's norm; "

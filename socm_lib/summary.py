@@ -4,7 +4,8 @@ All pairs of :math:`N` texts are :math:`N(N-1)/2` pairs; :func:`socm_lib.socm_pa
 bytes of each (16 GB at :math:`N = 20{,}000`). :func:`socm_summary` runs the same engine
 (:func:`socm_lib.pairs._run_blocks`) but folds every block into running figures and drops it:
 
-* exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (running float64 sums), and
+* exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (float64 block sums added by
+  ``math.fsum``, so that they do not depend on the order in which threads finish), and
   the share of pairs with :math:`d_\Sigma > 1`;
 * the median of SOCM: exact while the pairs number at most ``exact_median_limit`` (their SOCM
   values are kept, 8 bytes a pair), beyond that from a histogram of :data:`MEDIAN_BINS` bins, with
@@ -20,6 +21,7 @@ Memory is bounded by the block size and these fixed-size tallies, not by the num
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 
@@ -90,10 +92,10 @@ def _edges(lo: float, hi: float, bins: int) -> np.ndarray:
 class _Tally:
     """Running sums, histograms, median and top-k lists of the pairs handed to :meth:`add`."""
 
-    def __init__(self, ranges: dict, bins: int, top_k: int, exact_median_limit: int):
+    def __init__(self, ranges: dict, bins: int, top_k: int, exact_median_limit: int, hist_ranges: dict):
         self.n, self.above = 0, 0
-        self.sums = dict.fromkeys(_FIELDS, 0.0)
-        self.edges = {k: _edges(*ranges[k], bins) for k in _FIELDS}
+        self.partials = {k: [] for k in _FIELDS}  # one float64 sum per block, added up at the end
+        self.edges = {k: _edges(*hist_ranges[k], bins) for k in _FIELDS}
         self.counts = {k: np.zeros(bins, dtype=np.int64) for k in _FIELDS}
         self.fine_edges = _edges(*ranges["socm"], MEDIAN_BINS)
         self.fine = np.zeros(MEDIAN_BINS, dtype=np.int64)
@@ -110,7 +112,7 @@ class _Tally:
         self.n += len(socm)
         self.above += int(np.count_nonzero(d_sigma > 1.0))
         for k in _FIELDS:
-            self.sums[k] += float(np.sum(block[k], dtype=np.float64))
+            self.partials[k].append(float(np.sum(block[k], dtype=np.float64)))
             self.counts[k] += np.bincount(_bin_index(self.edges[k], block[k]), minlength=len(self.counts[k]))
         np.add.at(self.fine, _bin_index(self.fine_edges, socm), 1)  # a block has far fewer pairs than bins
         if self.values is not None:
@@ -121,6 +123,11 @@ class _Tally:
         if self.top_k:
             self.most = self._keep(self.most, block, largest=True)
             self.least = self._keep(self.least, block, largest=False)
+
+    def total(self, name: str) -> float:
+        """The sum of ``name`` over every pair: ``math.fsum`` of the block sums, correctly rounded and so
+        independent of the order in which the threads handed the blocks over."""
+        return math.fsum(self.partials[name])
 
     def _keep(self, kept: dict, block: dict, largest: bool) -> dict:
         """The ``top_k`` pairs of ``kept`` and ``block`` by SOCM (descending if ``largest``), ties by position."""
@@ -150,11 +157,11 @@ class _Tally:
 
         return PairSummary(
             pairs=self.n,
-            mean_socm=self.sums["socm"] / self.n,
+            mean_socm=self.total("socm") / self.n,
             median_socm=median,
             median_socm_error=error,
-            mean_d_mu=self.sums["d_mu"] / self.n,
-            mean_d_sigma=self.sums["d_sigma"] / self.n,
+            mean_d_mu=self.total("d_mu") / self.n,
+            mean_d_sigma=self.total("d_sigma") / self.n,
             share_d_sigma_above_1=self.above / self.n,
             histograms={k: Histogram(self.edges[k], self.counts[k]) for k in _FIELDS},
             most_collapsed=pairs_of(self.most),
@@ -168,6 +175,26 @@ def _ranges(means: np.ndarray, traces: np.ndarray) -> dict:
     d_sigma_hi = float(np.max(traces)) / 2
     socm_lo = min(0.0, (1.0 - r2) * d_sigma_hi)  # negative only without normalisation (d_mu > 1 possible)
     return {"d_mu": (0.0, r2), "d_sigma": (0.0, d_sigma_hi), "socm": (socm_lo, d_sigma_hi)}
+
+
+def _histogram_ranges(given) -> dict:
+    """Validate the ``range=`` of :func:`socm_summary`: ``{name: (low, high)}`` with finite ``low < high``."""
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise TypeError(f"range must be None or a dict such as {{'socm': (0.0, 0.5)}}, got {type(given).__name__}.")
+    out = {}
+    for name, value in given.items():
+        if name not in _FIELDS:
+            raise ValueError(f"range has an unknown key {name!r}; use some of {list(_FIELDS)}.")
+        try:
+            low, high = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise TypeError(f"range[{name!r}] must be a pair (low, high) of numbers, got {value!r}.") from None
+        if not (np.isfinite(low) and np.isfinite(high) and low < high):
+            raise ValueError(f"range[{name!r}] = {value!r}: need finite low < high.")
+        out[name] = (low, high)
+    return out
 
 
 def _chunks_in_order(n: int, pairs: np.ndarray | None, size: int):
@@ -207,6 +234,7 @@ def socm_summary(
     exact_median_limit: int = EXACT_MEDIAN_LIMIT,
     on_pairs=None,
     chunk_pairs: int = CHUNK_PAIRS,
+    range: dict | None = None,
 ) -> PairSummary:
     r"""The figures of ``socm_pairs(clouds, pairs).summary()``, histograms and extreme pairs, in bounded memory.
 
@@ -216,7 +244,12 @@ def socm_summary(
         As for :func:`socm_lib.socm_pairs`; the pairs are computed by the same engine.
     bins
         Bins of each histogram (:math:`d_\mu`, :math:`d_\Sigma`, SOCM), over ranges fixed before the
-        first pair (module docstring).
+        first pair (module docstring), or over ``range``.
+    range
+        ``None``, or ``{name: (low, high)}`` for some of ``"d_mu"``, ``"d_sigma"``, ``"socm"``: that
+        histogram's range, as ``numpy.histogram``'s ``range=`` (``low < high``, finite). Values outside it
+        are counted in the end bins, so that the counts still add up to the number of pairs. The
+        median is unaffected (its fine histogram always spans the worst-case bounds).
     top_k
         How many of the most and of the least collapsed pairs to keep.
     exact_median_limit
@@ -248,7 +281,8 @@ def socm_summary(
     n_pairs = len(pairs) if pairs is not None else n * (n - 1) // 2
     if n_pairs == 0:
         raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
-    tally = _Tally(_ranges(engine.means, engine.traces), bins, top_k, exact_median_limit)
+    bounds = _ranges(engine.means, engine.traces)
+    tally = _Tally(bounds, bins, top_k, exact_median_limit, {**bounds, **_histogram_ranges(range)})
     show = n_pairs > 20_000 if progress is None else progress
     with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
         if on_pairs is None:

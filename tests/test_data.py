@@ -134,7 +134,7 @@ def test_read_lines_drops_cut_off_last_line(shared):
     assert not raw.endswith("\n"), "the test expects the shared file to be cut off mid-line"
     complete = raw[: raw.rindex("\n")].split("\n")  # every newline-terminated line
     expected = [line.strip() for line in complete if line.strip()]
-    lines = socm_lib.read_lines(path)
+    lines = socm_lib.read_lines(path, drop_unterminated_last=True)
     assert len(lines) == len(expected) == 11914
     assert lines == expected
     cut = raw[raw.rindex("\n") + 1 :]
@@ -147,7 +147,8 @@ def test_read_lines_keeps_last_line_with_final_newline(tmp_path):
     p.write_text("first line\n\n  second line  \nthird\n", encoding="utf-8")
     assert socm_lib.read_lines(p) == ["first line", "second line", "third"]
     p.write_text("first line\nsecond li", encoding="utf-8")
-    assert socm_lib.read_lines(p) == ["first line"]
+    assert socm_lib.read_lines(p) == ["first line", "second li"]
+    assert socm_lib.read_lines(p, drop_unterminated_last=True) == ["first line"]
 
 
 def test_read_msmarco_passages(shared):

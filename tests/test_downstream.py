@@ -105,8 +105,20 @@ def test_plots_return_figures():
     rng = np.random.default_rng(0)
     f = pd.DataFrame({"kind": ["a"] * 5 + ["b"] * 5, "d_mu": rng.random(10), "d_sigma": rng.random(10),
                       "socm": rng.random(10)})
-    for fig in (viz_downstream.plot_by_kind({"e1": f, "e2": f}, ["a", "b"]),
-                viz_downstream.plot_dmu_dsigma({"e1": f}, ["a", "b"]),
-                viz_downstream.plot_lines([("x", "y", {"e1": ([1, 2], [3, 4])})])):
-        assert len(fig.axes) >= 1
-        plt.close(fig)
+    fig = viz_downstream.plot_by_kind({"e1": f, "e2": f}, ["a", "b"])
+    assert [ax.get_title() for ax in fig.axes] == ["e1", "e2"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a", "b"]
+    means = [line.get_ydata()[0] for line in fig.axes[0].lines if line.get_marker() not in ("None", "", None, "o")]
+    np.testing.assert_allclose(sorted(means), sorted(f.groupby("kind")["socm"].mean()))
+    plt.close(fig)
+    fig = viz_downstream.plot_dmu_dsigma({"e1": f}, ["a", "b"])
+    (ax,) = fig.axes
+    centres = [c.get_offsets()[0] for c in ax.collections[1::2]]  # the kind means, drawn after each kind's points
+    np.testing.assert_allclose(centres, f.groupby("kind")[["d_mu", "d_sigma"]].mean().to_numpy())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+    plt.close(fig)
+    fig = viz_downstream.plot_lines([("x", "y", {"e1": ([1, 2], [3, 4])})])
+    (ax,) = fig.axes
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x", "y")
+    np.testing.assert_array_equal(ax.lines[0].get_xydata(), [[1, 3], [2, 4]])
+    plt.close(fig)

@@ -68,6 +68,7 @@ def test_cli_writes_the_json_report(tmp_path):
     report = json.loads(out.read_text())
     assert report["encoder"]["name"] == "all-minilm-l6" and report["texts"] == 10
     assert f"verdict: {report['verdict']}" in run.stdout and "CPU only" in run.stdout
-    assert run.returncode == (0 if report["verdict"] == "PASS" else 1)
+    assert report["verdict"] == "PASS", report  # the device agrees with the CPU reference (on a CPU: with itself)
+    assert run.returncode == 0
     if not torch.cuda.is_available():
         assert report["device"] == "cpu"

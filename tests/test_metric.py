@@ -459,10 +459,20 @@ def test_torch_inputs_equal_numpy_inputs(ragged):
     assert r.d_sigma == pytest.approx(socm_lib.socm(ragged[3], ragged[7]).d_sigma, rel=1e-14)
 
 
-def test_device_none_equals_explicit_cpu(ragged):
+def test_device_none_equals_explicit_cpu(ragged, monkeypatch):
+    from socm_lib.checks import as_device
+
     a = socm_lib.socm_pairs(ragged)
     b = socm_lib.socm_pairs(ragged, device="cpu")
-    np.testing.assert_allclose(a.d_sigma, b.d_sigma, rtol=1e-9, atol=1e-12)
+    if torch.cuda.is_available():
+        np.testing.assert_allclose(a.d_sigma, b.d_sigma, rtol=1e-9, atol=1e-12)
+    else:  # None must have chosen the CPU path itself: the same arithmetic, so the same bits
+        np.testing.assert_array_equal(a.d_sigma, b.d_sigma)
+    # None picks the GPU exactly when torch reports one
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert as_device(None) == torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert as_device(None) == torch.device("cpu")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here: the GPU path of socm_pairs is not tested")

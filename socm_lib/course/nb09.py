@@ -10,7 +10,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 def _metric() -> dict:
-    from ..viz.benchmarking import load_results
+    from ..report import load_results
 
     folder = RESULTS if (RESULTS / "metric.json").exists() else None
     return load_results(folder, names=("metric",), download=folder is None)["metric"]

@@ -13,42 +13,11 @@ scaling figure, so that the two never disagree. Nothing in this module times any
 
 from __future__ import annotations
 
-import json
-import urllib.request
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-RESULT_NAMES = ("metric", "extraction", "scaling")
-#: Where the committed results live on GitHub (used only when no local copy is found, e.g. in Colab).
-RESULTS_URL = "https://raw.githubusercontent.com/socm-book/socm-book/main/benchmarks/results/{name}.json"
+from ..report import RESULT_NAMES, RESULTS_URL, load_results  # re-exported for the notebooks
 
-
-def load_results(folder=None, *, names=RESULT_NAMES, download: bool = False) -> dict[str, dict]:
-    """The benchmark result files as ``{name: dict}``.
-
-    ``folder`` defaults to the first of ``benchmarks/results`` and ``../benchmarks/results`` that exists.
-    With ``download=True`` (for Colab, where the repository is not on disk) the committed files are
-    fetched from GitHub when the folder does not hold them.
-    """
-    candidates = [Path(folder)] if folder is not None else [Path("benchmarks/results"), Path("../benchmarks/results")]
-    base = next((p for p in candidates if p.is_dir()), None)
-    out = {}
-    for name in names:
-        path = base / f"{name}.json" if base is not None else None
-        if path is not None and path.exists():
-            out[name] = json.loads(path.read_text())
-        elif download:
-            with urllib.request.urlopen(RESULTS_URL.format(name=name), timeout=30) as resp:
-                out[name] = json.loads(resp.read().decode())
-        else:
-            where = ", ".join(str(p) for p in candidates)
-            raise FileNotFoundError(
-                f"Benchmark results '{name}.json' not found in {where}. Run `python benchmarks/run_all.py` from the "
-                "repository root, or pass download=True to read the committed results from GitHub."
-            )
-    return out
 
 
 # ----------------------------------------------------------------------------- formatting
