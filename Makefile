@@ -7,13 +7,14 @@
 #   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
 #   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
 #   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
+#   make assignments   otter-grader assignments of labs 1 and 2 in _build/assignments/<lab>/ (student/, autograder/*.zip)
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book editions student build-student-book student-book build-pdf pdf test notebooks bench rehearse clean
+.PHONY: venv book assignments build-book editions student build-student-book student-book build-pdf pdf test notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -65,6 +66,10 @@ pdf: build-pdf
 
 test: build-book build-student-book build-pdf
 	$(PY) -m pytest tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
+
+# autograded assignments (otter-grader): grade a submission with otter run -a <lab>/autograder/*.zip -o <dir> <nb>
+assignments: venv
+	$(PY) scripts/assignments.py --out _build/assignments nb01 nb02
 
 notebooks: venv
 	$(PY) scripts/run_notebooks.py
