@@ -48,3 +48,12 @@ def test_student_copy_holds_no_solution(built):
     for lab in LABS:
         text = (built / lab / "student" / f"{lab}.ipynb").read_text()
         assert "BEGIN SOLUTION" not in text and "(1 - cos_ab) / 2" not in text
+
+
+def test_grade_is_the_check_verdict():
+    from socm_lib.course import expected_value, get_task, grade
+
+    task = get_task("nb01.1")
+    assert grade("nb01.1", expected_value("nb01.1")) is True
+    assert grade("nb01.1", task.wrong_example) is False
+    assert grade("nb01.1", None) is False and grade("nb01.1", "0.15") is False
