@@ -7,6 +7,7 @@
 #   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
 #   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
 #   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
+#   make assignments   otter-grader assignments of labs 1 and 2 in _build/assignments/<lab>/ (student/, autograder/*.zip)
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 #   make test-kernels   re-execute the float32 notebooks with torch on its baseline kernels, one thread (nbval-approx)
 #   make test-floors   the library tests in .venv-floors, every dependency at its pyproject.toml floor
@@ -15,7 +16,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book build-book editions student build-student-book student-book build-pdf pdf test test-kernels test-floors notebooks bench rehearse clean
+.PHONY: venv book assignments build-book editions student build-student-book student-book build-pdf pdf test test-kernels test-floors notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -77,7 +78,7 @@ test-kernels: venv
 
 # The library's tests of the code that calls its dependencies, with every dependency at its floor
 FLOORS := .venv-floors
-FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_authors_route.py tests/test_reference.py \
+FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_reference.py \
 	tests/test_data.py tests/test_downstream_stats.py tests/test_layers.py tests/test_errors.py
 $(FLOORS)/.installed: requirements-floors.txt pyproject.toml
 	rm -rf $(FLOORS)
@@ -87,6 +88,10 @@ $(FLOORS)/.installed: requirements-floors.txt pyproject.toml
 	touch $@
 test-floors: $(FLOORS)/.installed
 	$(FLOORS)/bin/python -m pytest -q $(FLOOR_TESTS)
+
+# autograded assignments (otter-grader): grade a submission with otter run -a <lab>/autograder/*.zip -o <dir> <nb>
+assignments: venv
+	$(PY) scripts/assignments.py --out _build/assignments nb01 nb02
 
 notebooks: venv
 	$(PY) scripts/run_notebooks.py

@@ -11,7 +11,8 @@ cell and runs the check cell::
 
 :func:`check` prints one line: right, close (within about 1 %: give more digits), wrong (with the hint) or
 malformed (what form was expected). It never prints the expected value. :func:`verdict` returns the same
-judgement as an object, for tests. ``check`` is for practice; graded work goes through the autograder.
+judgement as an object, for tests. ``check`` is for practice; graded work goes through the autograder (``make assignments``), whose
+tests call :func:`grade`.
 
 The form of an answer is judged first, so a malformed answer costs no computation; the expected value is then
 computed once per process (:func:`expected_value` is cached) with progress bars off. An answer is read as students
@@ -255,6 +256,11 @@ def verdict(task_id: str, answer) -> Verdict:
         return Verdict(task_id, "malformed", message)
     status, message = _judge(task, normal, expected_value(task_id))
     return Verdict(task_id, status, message)
+
+
+def grade(task_id: str, answer) -> bool:
+    """Whether ``answer`` to task ``task_id`` is right (the autograder's test; prints nothing, reveals nothing)."""
+    return verdict(task_id, answer).status == "right"
 
 
 def check(task_id: str, answer) -> None:
