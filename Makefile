@@ -16,7 +16,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book assignments build-book editions student build-student-book student-book build-pdf pdf test test-kernels test-floors notebooks bench rehearse clean
+.PHONY: venv book assignments build-book editions student build-student-book student-book build-pdf pdf test test-suite test-kernels test-floors notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -66,7 +66,10 @@ build-pdf: build-book
 pdf: build-pdf
 	$(PY) -m pytest -q tests/test_pdf.py
 
-test: build-book build-student-book build-pdf
+# every test: the suite and strict nbval of the committed outputs, then the other kernel family and the floors
+test: test-suite test-kernels test-floors
+
+test-suite: build-book build-student-book build-pdf
 	$(PY) -m pytest tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
 
 # The notebooks whose committed outputs come from torch's float32 kernels, re-executed with torch dispatching to
