@@ -70,7 +70,7 @@ pdf: build-pdf
 test: test-suite test-kernels test-floors
 
 test-suite: build-book build-student-book build-pdf
-	$(PY) -m pytest tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
+	$(PY) -m pytest --durations=15 tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
 
 # The notebooks whose committed outputs come from torch's float32 kernels, re-executed with torch dispatching to
 # its baseline (non-vectorised) CPU kernels on one thread, compared by the nbval-approx rule of conftest.py.
@@ -81,8 +81,7 @@ test-kernels: venv
 
 # The library's tests of the code that calls its dependencies, with every dependency at its floor
 FLOORS := .venv-floors
-FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_reference.py \
-	tests/test_data.py tests/test_downstream_stats.py tests/test_layers.py tests/test_errors.py
+FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_data.py tests/test_errors.py
 $(FLOORS)/.installed: requirements-floors.txt pyproject.toml
 	rm -rf $(FLOORS)
 	$(PYTHON) -m venv $(FLOORS)

@@ -153,8 +153,15 @@ class GluePreprocessor(Preprocessor):
         return nb, resources
 
 
+TARGET = re.compile(r"^\s*\((?P<label>[\w-]+)\)=\s*$", re.M)  # a MyST target line, "(label)="
+
+
 class ReferencePreprocessor(Preprocessor):
-    """``{prf:ref}``, ``{numref}``, ``{eq}``, ``{doc}`` -> links to the published page, with the book's text."""
+    """``{prf:ref}``, ``{numref}``, ``{eq}``, ``{doc}`` -> links to the published page, with the book's text.
+
+    A MyST target line ``(label)=`` becomes an HTML anchor ``<a id="label"></a>``, which Jupyter and Colab render
+    invisibly, so the section keeps its name inside the edition.
+    """
 
     def preprocess(self, nb, resources):
         book, docname = resources["book"], resources["docname"]
@@ -177,6 +184,7 @@ class ReferencePreprocessor(Preprocessor):
 
         for cell in _markdown_cells(nb):
             cell.source = _replace_roles(cell.source, {"prf:ref", "numref", "eq", "doc", "ref"}, link)
+            cell.source = TARGET.sub(lambda m: f'<a id="{m["label"]}"></a>', cell.source)
         return nb, resources
 
 

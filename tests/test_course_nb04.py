@@ -48,4 +48,5 @@ def test_the_e5_ratio_matches_the_solution_path():
     ratio = means["all-minilm-l6"] / means["multilingual-e5-small-4bit"]
     assert expected_value("nb04.4") == pytest.approx(ratio, abs=1e-9)
     assert verdict("nb04.4", ratio).status == "right" and ratio > 2  # E5 collapses far more than all-MiniLM
-    assert verdict("nb04.4", 1.01 * ratio).status == "wrong"  # a 1% error is beyond three significant figures
+    assert verdict("nb04.4", 1.008 * ratio).status == "close"  # beyond three significant figures, within about 1 %
+    assert verdict("nb04.4", 1.02 * ratio).status == "wrong"

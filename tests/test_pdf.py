@@ -56,7 +56,10 @@ def _title(page):
 
 def as_typeset(tex):
     """The text pdftotext reads from MathJax's rendering of `tex`, or None if `tex` uses other commands or a
-    prime (MathJax draws it as a superscript that pdftotext does not read back)."""
+    prime (MathJax draws it as a superscript that pdftotext does not read back) or a subscript inside a superscript
+    (drawn on a third baseline, which pdftotext reads out of order: "R^{n_1 \\times d}" comes back as "Rn×d ... 1")."""
+    if re.search(r"\^\{[^}]*_", tex):
+        return None
     out = re.sub(r"\\[A-Za-z]+", lambda m: SYMBOLS.get(m.group(0), "\0"), tex)
     if "\0" in out or "'" in out or re.search(r"[\\^_{}&]", out.replace("_", "").replace("^", "").replace("{", "").replace("}", "")):
         return None

@@ -60,8 +60,8 @@ register(
                  "under multilingual-e5-small-4bit (three significant figures).",
         expected=_ratio_minilm_e5,
         kind="number", rtol=5e-3, atol=1e-3,
-        hint="compare('all-minilm-l6', 'multilingual-e5-small-4bit', texts).mean_socm() gives both averages; "
-             "divide the first by the second.",
+        hint="Both averages must come from the same sample of texts, every pair of it, one encoder at a time; "
+             "the ratio puts the encoder that collapses less in the denominator.",
         wrong_example=1.0,
     ),
 )
