@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from notebook_cells import NOTEBOOKS, ids, read
+from notebook_cells import NOTEBOOKS, ROOT, ids, read
 
 DECLARED = re.compile(r"<!--\s*fixed numbers:(.*?)-->", re.S)
 REMOVE = [
@@ -70,3 +70,76 @@ def test_markdown_has_no_unglued_numbers(path):
 def test_no_notebook_forces_offline_mode(path):
     code = "\n".join(c.source for c in read(path).cells if c.cell_type == "code")
     assert "HF_HUB_OFFLINE" not in code, f"{path.name} sets HF_HUB_OFFLINE; the library fails fast on its own."
+
+
+# -- Precision of glued numbers ------------------------------------------------------------------------------------
+
+BOOK = sorted((ROOT / "book").glob("*.md"))
+GLUE = re.compile(r"\{glue(?::text)?\}`(?:\.\./notebooks/([^:`]+)::)?([^:`]+):([^`]+)`")
+MAX_FIGURES = 3
+#: Glued numbers allowed more than three significant figures, each with its reason.
+MORE_FIGURES = {
+    # the worked example of Section 1: the reader compares these digits with the ones worked out on paper
+    **{f"nb01_{k}": "worked by hand" for k in ("worked_dmu", "worked_dsigma", "worked_socm", "random_socm",
+                                                "socm_close_same", "socm_far_same", "dsigma_diff",
+                                                "socm_close_diff", "socm_far_diff")},
+    # the route's two orders differ in the fourth figure, which is the claim
+    "nb10_order_shift_12": "the difference is in the fourth figure",
+    "nb10_order_shift_21": "the difference is in the fourth figure",
+}
+
+
+def significant_figures(shown: str) -> int:
+    """Significant figures of a formatted number: ``'0.00580'`` has 3, ``'5.969e-03'`` 4, ``'-0.53'`` 2.
+
+    A number shown to the unit (``'113,283'``, no decimal point, no exponent) counts as its coarsest fixed-point
+    display: 0 extra figures, whatever its magnitude.
+    """
+    mantissa = re.split(r"[eE]", shown.lstrip("+-"))[0].replace(",", "")
+    if "." not in mantissa and not re.search(r"[eE]", shown):
+        return 0
+    digits = mantissa.replace(".", "").lstrip("0")
+    return len(digits) if digits else 1
+
+
+def glued_values(path) -> dict[str, str]:
+    """``name -> text/plain`` of every value the notebook glues (its committed outputs)."""
+    values = {}
+    for cell in read(path).cells:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                values[name] = out["data"].get("application/papermill.record/text/plain")
+    return values
+
+
+def glued_in_prose():
+    """``(where, notebook, name, format)`` for every glue role in a chapter or in a notebook's markdown."""
+    for md in BOOK:
+        for m in GLUE.finditer(md.read_text()):
+            yield md.name, m.group(1), m.group(2), m.group(3)
+    for path in NOTEBOOKS:
+        for cell in read(path).cells:
+            if cell.cell_type == "markdown":
+                for m in GLUE.finditer(cell.source):
+                    yield path.name, path.name, m.group(2), m.group(3)
+
+
+def test_significant_figures_rule():
+    assert [significant_figures(s) for s in ("0.00580", "5.969e-03", "-0.53", "11.1", "0.4067", "0.00", "113,283")] == [3, 4, 2, 3, 4, 1, 0]
+
+
+def test_glued_numbers_show_at_most_three_significant_figures():
+    from myst_nb.core.variables import format_plain_text
+
+    values = {p.name: glued_values(p) for p in NOTEBOOKS}
+    offenders, checked = [], 0
+    for where, notebook, name, fmt in glued_in_prose():
+        if fmt[-1] not in "efgEFG%" or name in MORE_FIGURES:
+            continue
+        shown = format_plain_text(values[notebook][name], fmt)
+        checked += 1
+        if significant_figures(shown) > MAX_FIGURES:
+            offenders.append(f"{where}: {name}:{fmt} shows {shown}")
+    assert checked > 100
+    assert not offenders, f"glued numbers with more figures than a claim needs: {offenders}"
