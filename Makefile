@@ -7,7 +7,7 @@
 #   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
 #   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
 #   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
-#   make assignments   otter-grader assignments of labs 1 and 2 in _build/assignments/<lab>/ (student/, autograder/*.zip)
+#   make assignments   otter-grader assignments of every lab in _build/assignments/<lab>/ (student/, autograder/*.zip)
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 #   make test-kernels   re-execute the float32 notebooks with torch on its baseline kernels, one thread (nbval-approx)
 #   make test-floors   the library tests in .venv-floors, every dependency at its pyproject.toml floor
@@ -93,7 +93,7 @@ test-floors: $(FLOORS)/.installed
 
 # autograded assignments (otter-grader): grade a submission with otter run -a <lab>/autograder/*.zip -o <dir> <nb>
 assignments: venv
-	$(PY) scripts/assignments.py --out _build/assignments nb01 nb02
+	$(PY) scripts/assignments.py --out _build/assignments
 
 notebooks: venv
 	$(PY) scripts/run_notebooks.py

@@ -8,7 +8,8 @@ SOLUTION`` / ``# END SOLUTION`` (the student version keeps ``answer = None``), a
 each task's ``answer`` is kept under its id). The tests therefore take expected values and tolerances from
 :mod:`socm_lib.course`, the same source as the practice check, and never state an expected value.
 
-    python scripts/assignments.py --out _build/assignments nb01 nb02
+    python scripts/assignments.py --out _build/assignments            # every lab
+    python scripts/assignments.py --out _build/assignments nb01 nb02  # some
 
 writes ``<out>/<lab>/master/<lab>.ipynb``, ``<out>/<lab>/student/`` (to hand out) and ``<out>/<lab>/autograder/``
 (the solution notebook and the ``*.zip`` that ``otter run -a <zip> -o <dir> <submission.ipynb>`` grades with).
@@ -50,6 +51,13 @@ def lab_path(lab: str) -> Path:
     return found[0]
 
 
+def all_labs() -> list[str]:
+    """Every lab: the notebooks with a "Your turn" section, as ``nbXX`` names, in order."""
+    return [p.name[:4] for p in sorted((ROOT / "notebooks").glob("nb*.ipynb"))
+            if any(c.cell_type == "markdown" and c.source.startswith("## Your turn")
+                   for c in nbformat.read(p, as_version=4).cells)]
+
+
 def master_notebook(lab: str) -> nbformat.NotebookNode:
     """The otter master notebook of ``lab``: config, setup cells, one question per checked task."""
     source = nbformat.read(lab_path(lab), as_version=4)
@@ -62,7 +70,7 @@ def master_notebook(lab: str) -> nbformat.NotebookNode:
             if c.cell_type == "code" and not {"nbval-skip", "nbval-ignore-output"} & set(_tags(c))]
     out.append(new_markdown_cell(cells[turn].source))
     out.append(new_code_cell("ANSWERS = {}  # each task's answer, under its id (otter tests run after the last cell)"))
-    statement = None
+    statement = None  # the first task's statement may sit in the "Your turn" cell itself, already copied
     for i, cell in enumerate(cells[turn + 1:], start=turn + 1):
         if cell.cell_type == "markdown":
             statement = cell.source
@@ -75,7 +83,7 @@ def master_notebook(lab: str) -> nbformat.NotebookNode:
             task_id = match.group(1)
             out += [
                 new_raw_cell(f"# BEGIN QUESTION\nname: {task_id.replace('.', '_')}\npoints: 1"),
-                new_markdown_cell(statement),
+                *([new_markdown_cell(statement)] if statement else []),
                 new_raw_cell("# BEGIN SOLUTION"),
                 new_code_cell(f"{task.source}\n# BEGIN SOLUTION\n{cell.source}\n# END SOLUTION\n"
                               f'ANSWERS["{task_id}"] = answer  # kept for the autograder'),
@@ -106,9 +114,9 @@ def build(lab: str, out: Path) -> Path:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "assignments")
-    parser.add_argument("labs", nargs="+", help="labs such as nb01 nb02")
+    parser.add_argument("labs", nargs="*", help="labs such as nb01 nb02 (default: every lab)")
     args = parser.parse_args(argv)
-    for lab in args.labs:
+    for lab in args.labs or all_labs():
         print("assignment written:", build(lab, args.out.resolve()))
 
 

@@ -143,3 +143,13 @@ def test_glued_numbers_show_at_most_three_significant_figures():
             offenders.append(f"{where}: {name}:{fmt} shows {shown}")
     assert checked > 100
     assert not offenders, f"glued numbers with more figures than a claim needs: {offenders}"
+
+
+def test_no_control_characters_in_prose():
+    """A ``"\\rho"`` written without a raw string becomes a carriage return and ``ho``; no prose holds one."""
+    pages = NOTEBOOKS + sorted((ROOT / "book").glob("*.ipynb"))
+    texts = {p.name: "\n".join(c.source for c in read(p).cells) for p in pages}
+    texts.update({p.name: p.read_text() for p in BOOK})
+    bad = {name: repr(t[max(i - 20, 0):i + 5]) for name, t in texts.items()
+           for i in [next((k for k, ch in enumerate(t) if ord(ch) < 32 and ch != "\n"), -1)] if i >= 0}
+    assert not bad, f"control characters in prose: {bad}"
