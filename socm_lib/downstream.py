@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .checks import as_device, as_texts
+from .checks import as_device, as_int, as_progress, as_texts
 from .extract import token_embeddings
-from .pairs import socm_pairs
+from .pairs import socm_cross
 from .paper import FAMILIES, wikipedia_socm
 
 def paper_family_table() -> pd.DataFrame:
@@ -98,6 +98,7 @@ def pair_frame(encoder, texts_a, texts_b, *, special_tokens: bool = True, layer:
     Columns ``d_mu, d_sigma, socm, cosine, n_a, n_b``, one row per pair in input order. ``cosine``
     is computed from the raw (unnormalised) means, independently of ``d_mu``.
     """
+    progress = as_progress(progress)
     texts_a, texts_b = as_texts(texts_a, "texts_a"), as_texts(texts_b, "texts_b")
     device = as_device(device)
     if len(texts_a) != len(texts_b):
@@ -105,8 +106,7 @@ def pair_frame(encoder, texts_a, texts_b, *, special_tokens: bool = True, layer:
     n = len(texts_a)
     clouds = token_embeddings(encoder, texts_a + texts_b, layer=layer, special_tokens=special_tokens,
                               progress=progress)
-    pairs = np.stack([np.arange(n), np.arange(n) + n], axis=1)
-    res = socm_pairs(clouds, pairs, progress=progress, device=device)
+    res = socm_cross(clouds[:n], clouds[n:], aligned=True, progress=progress, device=device)
     means = np.stack([c.astype(np.float64).mean(axis=0) for c in clouds])
     unit = means / np.linalg.norm(means, axis=1, keepdims=True)
     return pd.DataFrame({
@@ -151,8 +151,7 @@ def _sample(values, what: str) -> np.ndarray:
 
 
 def _check_bootstrap(n_resamples: int, level: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer (e.g. 2000); got {n_resamples!r}.")
+    as_int(n_resamples, "n_resamples", minimum=1, advice="2000 is a usual choice.")
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1 (e.g. 0.95); got {level!r}.")
 
@@ -302,6 +301,7 @@ def labelled_frame(encoder, kinds=None, *, special_tokens: bool = True, progress
     """
     from .data import labelled_pairs
 
+    progress, device = as_progress(progress), as_device(device)
     pairs = labelled_pairs(kinds)
     frame = pair_frame(encoder, pairs["text_a"], pairs["text_b"], special_tokens=special_tokens, progress=progress,
                        device=device)
