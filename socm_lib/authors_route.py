@@ -99,7 +99,8 @@ def paper_route(
     clouds
         List of ``(n_i, d)`` numpy arrays or torch tensors, one per text.
     pairs
-        ``None`` for every pair ``i < j`` (lexicographic order, as :func:`socm_lib.socm_pairs`), or ``(P, 2)`` indices.
+        ``None`` for every pair ``i < j`` (lexicographic order, ``scipy.spatial.distance.pdist``'s condensed order, as
+        :func:`socm_lib.socm_pairs`), or ``(P, 2)`` indices.
     dtype
         ``torch.float32`` (the released code) or ``torch.float64`` (to study the regulariser's bias alone);
         ``numpy.float32`` or ``"float32"`` are the same (:func:`socm_lib.checks.as_dtype`).

@@ -84,7 +84,11 @@ class SOCMResult:
 
 @dataclass
 class PairResult:
-    """SOCM for many pairs: ``i[k], j[k]`` index the clouds of pair ``k``; all arrays have one entry per pair."""
+    """SOCM for many pairs: ``i[k], j[k]`` index the clouds of pair ``k``; all arrays have one entry per pair.
+
+    From :func:`socm_pairs` with ``pairs=None`` the pairs come in ``scipy.spatial.distance.pdist``'s condensed
+    order (``squareform(result.socm)`` is the matrix); from :func:`socm_cross` in ``cdist``'s row-major order.
+    """
 
     i: np.ndarray
     j: np.ndarray

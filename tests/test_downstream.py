@@ -78,6 +78,10 @@ def test_pair_frame_identity_and_agreement_with_socm(minilm):
         ref = socm_lib.socm(clouds[k], clouds[k + 3])
         assert f["socm"][k] == pytest.approx(ref.socm, abs=1e-10)
         assert f["n_a"][k] == clouds[k].shape[0] and f["n_b"][k] == clouds[k + 3].shape[0]
+    # the pairs (k, n + k) of the clouds of a + b, by the engine, exactly as before socm_cross built them
+    before = socm_lib.socm_pairs(clouds, np.stack([np.arange(3), np.arange(3) + 3], axis=1), device="cpu")
+    for key in ("d_mu", "d_sigma", "socm"):
+        np.testing.assert_array_equal(f[key].to_numpy(), getattr(before, key))
     dropped = downstream.pair_frame(minilm, a, b, special_tokens=False, progress=False, device="cpu")
     assert (dropped["n_a"] == f["n_a"] - 2).all()  # [CLS] and [SEP]
     with pytest.raises(ValueError, match="one of each per pair"):
