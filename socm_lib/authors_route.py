@@ -134,7 +134,8 @@ def paper_route(
                          "or fewer clouds.")
     stats = [_statistics(x.to(device), dtype) for x in X]
     out = np.empty((len(pairs), 3))
-    with tqdm(total=len(pairs), disable=not show_progress(progress, len(pairs), ROUTE_PROGRESS_PAIRS), file=sys.stderr, unit="pair", desc="paper route") as bar:
+    show = show_progress(progress, len(pairs), ROUTE_PROGRESS_PAIRS)
+    with tqdm(total=len(pairs), disable=not show, file=sys.stderr, unit="pair", desc="paper route") as bar:
         for s in range(0, len(pairs), batch_size):
             chunk = pairs[s : s + batch_size]
             first, slot = np.unique(chunk[:, 0], return_inverse=True)

@@ -153,7 +153,8 @@ def as_device(device, name: str = "device") -> torch.device:
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}
 #: The engine's dtypes (:func:`socm_lib.socm_pairs`, :func:`socm_lib.socm_summary`, :func:`socm_lib.paper_route`).
 ENGINE_DTYPES = (torch.float32, torch.float64)
-#: Above this many pairs, ``progress=None`` shows a progress bar (:func:`socm_lib.socm_pairs`, :func:`socm_lib.socm_summary`).
+#: Above this many pairs, ``progress=None`` shows a progress bar (:func:`socm_lib.socm_pairs`,
+#: :func:`socm_lib.socm_summary`).
 PROGRESS_PAIRS = 20_000
 
 
@@ -204,7 +205,7 @@ def as_progress(value, name: str = "progress") -> bool | None:
 
 
 def show_progress(progress: bool | None, count: int, threshold: int = PROGRESS_PAIRS) -> bool:
-    """Whether to show a progress bar for ``count`` items: ``progress``, or for ``None`` whether ``count > threshold``."""
+    """Whether to show a progress bar for ``count`` items: ``progress``, or (``None``) whether ``count > threshold``."""
     return count > threshold if progress is None else progress
 
 

@@ -109,7 +109,8 @@ def token_embeddings(
     out = {lay: [None] * len(texts) for lay in layers}
     fp16 = half and device.type == "cuda"
     need_hidden = layers != [encoder.num_layers]  # intermediate layers asked for: keep every hidden state
-    with tqdm(total=len(texts), disable=not show_progress(progress, len(texts), PROGRESS_TEXTS), file=sys.stderr, unit="text", desc="tokens") as bar:
+    show = show_progress(progress, len(texts), PROGRESS_TEXTS)
+    with tqdm(total=len(texts), disable=not show, file=sys.stderr, unit="text", desc="tokens") as bar:
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]
             feats = [{k: enc[k][i] for k in enc.keys()} for i in idx]

@@ -584,7 +584,8 @@ def socm_pairs(
     def fill(positions, i, j, block_d_mu, block_d_sigma, block_socm):
         d_mu[positions], d_sigma[positions], socm_[positions] = block_d_mu, block_d_sigma, block_socm
 
-    with tqdm(total=n_pairs, disable=not show_progress(progress, n_pairs), file=sys.stderr, unit="pair", desc="SOCM") as bar:
+    show = show_progress(progress, n_pairs)
+    with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
         _run_blocks(engine, pairs if listed else None, block_elems, fill, bar)
     pairs = pairs if listed else all_pairs(n)
     return PairResult(i=pairs[:, 0].copy(), j=pairs[:, 1].copy(), d_mu=d_mu, d_sigma=d_sigma, socm=socm_)

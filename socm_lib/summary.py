@@ -270,7 +270,8 @@ def socm_summary(
     """
     bins, top_k = as_int(bins, "bins", minimum=1), as_int(top_k, "top_k", minimum=0)
     exact_median_limit = as_int(exact_median_limit, "exact_median_limit", minimum=0)
-    chunk_pairs, block_elems = as_int(chunk_pairs, "chunk_pairs", minimum=1), as_int(block_elems, "block_elems", minimum=1)
+    chunk_pairs = as_int(chunk_pairs, "chunk_pairs", minimum=1)
+    block_elems = as_int(block_elems, "block_elems", minimum=1)
     progress = as_progress(progress)
     if on_pairs is not None and not callable(on_pairs):
         raise TypeError(f"on_pairs must be a function on_pairs(start, chunk) or None, got {type(on_pairs).__name__}.")
@@ -280,7 +281,8 @@ def socm_summary(
     pairs, n_pairs = as_pair_set(pairs, n)
     bounds = _ranges(engine.means, engine.traces)
     tally = _Tally(bounds, bins, top_k, exact_median_limit, {**bounds, **_histogram_ranges(range)})
-    with tqdm(total=n_pairs, disable=not show_progress(progress, n_pairs), file=sys.stderr, unit="pair", desc="SOCM") as bar:
+    show = show_progress(progress, n_pairs)
+    with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
         if on_pairs is None:
             _run_blocks(engine, pairs, block_elems, tally.add, bar)
         else:

@@ -181,7 +181,8 @@ def test_no_pairs_is_one_message(call):
 
 
 def test_listed_pairs_are_checked_before_the_encoder_runs():
-    for call in (lambda: protocol.measure(None, TEXTS, [(0, 3)]), lambda: layers.layer_profile(None, TEXTS, pairs=[(0, 3)]),
+    for call in (lambda: protocol.measure(None, TEXTS, [(0, 3)]),
+                 lambda: layers.layer_profile(None, TEXTS, pairs=[(0, 3)]),
                  lambda: q4.shift(None, None, TEXTS, pairs=[(0, 3)])):
         with pytest.raises(ValueError, match="outside"):
             call()
