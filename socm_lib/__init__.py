@@ -15,7 +15,7 @@ Layers, bottom to top (an import only ever points down):
   which alone imports matplotlib and ipywidgets and is imported only on request.
 """
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
-from .pairs import InsufficientMemoryError, PairResult, SOCMResult, all_pairs, socm, socm_pairs
+from .pairs import InsufficientMemoryError, PairResult, SOCMResult, all_pairs, cross_pairs, socm, socm_cross, socm_pairs
 from .summary import PairSummary, socm_summary
 from .authors_route import paper_route
 from .stats import (

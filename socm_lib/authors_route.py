@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checks import as_clouds, as_device, as_pairs
+from .checks import as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress, show_progress
 from .pairs import PairResult, all_pairs, require_memory
 from .reference import lowrank_factor
 from .stats import mean_norm
@@ -60,6 +60,8 @@ from .stats import mean_norm
 REGULARISER = 1e-9
 #: Pairs per batch in the released code.
 BATCH = 64
+#: Above this many pairs, ``progress=None`` shows a progress bar (the route is O(d^3) a pair, slower than the engine).
+ROUTE_PROGRESS_PAIRS = 2_000
 
 
 def _statistics(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,9 +99,11 @@ def paper_route(
     clouds
         List of ``(n_i, d)`` numpy arrays or torch tensors, one per text.
     pairs
-        ``None`` for every pair ``i < j`` (lexicographic order, as :func:`socm_lib.socm_pairs`), or ``(P, 2)`` indices.
+        ``None`` for every pair ``i < j`` (lexicographic order, ``scipy.spatial.distance.pdist``'s condensed order, as
+        :func:`socm_lib.socm_pairs`), or ``(P, 2)`` indices.
     dtype
-        ``torch.float32`` (the released code) or ``torch.float64`` (to study the regulariser's bias alone).
+        ``torch.float32`` (the released code) or ``torch.float64`` (to study the regulariser's bias alone);
+        ``numpy.float32`` or ``"float32"`` are the same (:func:`socm_lib.checks.as_dtype`).
     eps
         The regulariser added before each square root (:math:`10^{-9}` in the released code).
     batch_size
@@ -114,19 +118,14 @@ def paper_route(
     :math:`O(d^3)` per pair and biased low on rank-deficient clouds (module docstring); use it to measure
     what the paper's numbers carry, and :func:`socm_lib.socm_pairs` for the exact values.
     """
-    if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}.")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
-    if not (isinstance(eps, (int, float)) and eps >= 0):
-        raise ValueError(f"eps must be a number >= 0, got {eps!r}.")
-    device = as_device(device)
+    dtype, device = as_dtype(dtype), as_device(device)
+    batch_size, eps = as_int(batch_size, "batch_size", minimum=1), as_number(eps, "eps")
+    progress = as_progress(progress)
     X = as_clouds(clouds)
     for k, x in enumerate(X):
         mean_norm(x, f"clouds[{k}]")  # a zero mean would be divided by the released code's 1e-12
-    pairs = as_pairs(pairs, len(X)) if pairs is not None else all_pairs(len(X))
-    if len(pairs) == 0:
-        raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
+    pairs, _ = as_pair_set(pairs, len(X))
+    pairs = all_pairs(len(X)) if pairs is None else pairs
     d, itemsize = X[0].shape[1], torch.empty((), dtype=dtype).element_size()
     # every cloud's d x d covariance, a batch's square roots and products, and the float64 results
     need = len(X) * (d * d + d) * itemsize + 6 * batch_size * d * d * itemsize + len(pairs) * 3 * 8
@@ -135,7 +134,7 @@ def paper_route(
                          "or fewer clouds.")
     stats = [_statistics(x.to(device), dtype) for x in X]
     out = np.empty((len(pairs), 3))
-    show = len(pairs) > 2_000 if progress is None else progress
+    show = show_progress(progress, len(pairs), ROUTE_PROGRESS_PAIRS)
     with tqdm(total=len(pairs), disable=not show, file=sys.stderr, unit="pair", desc="paper route") as bar:
         for s in range(0, len(pairs), batch_size):
             chunk = pairs[s : s + batch_size]

@@ -147,3 +147,75 @@ def as_device(device, name: str = "device") -> torch.device:
     elif dev.type != "cpu":
         raise ValueError(f"{name}={str(device)!r}: only 'cpu', 'cuda' and 'mps' devices are supported.")
     return dev
+
+
+#: The dtypes by name; a string option is spelled as one of these keys everywhere.
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}
+#: The engine's dtypes (:func:`socm_lib.socm_pairs`, :func:`socm_lib.socm_summary`, :func:`socm_lib.paper_route`).
+ENGINE_DTYPES = (torch.float32, torch.float64)
+#: Above this many pairs, ``progress=None`` shows a progress bar (:func:`socm_lib.socm_pairs`,
+#: :func:`socm_lib.socm_summary`).
+PROGRESS_PAIRS = 20_000
+
+
+def as_dtype(dtype, allowed=ENGINE_DTYPES, name: str = "dtype") -> torch.dtype:
+    """A floating dtype given as a ``torch.dtype``, a numpy dtype or scalar type (``np.float32``), or its
+    name (``"float32"``), as the ``torch.dtype`` it names; it must be one of ``allowed``."""
+    names = ", ".join(repr(k) for k, v in DTYPES.items() if v in allowed)
+    if isinstance(dtype, torch.dtype):
+        out = dtype
+    elif isinstance(dtype, str):
+        out = DTYPES.get(dtype)
+    elif isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        out = DTYPES.get(np.dtype(dtype).name)
+    else:
+        raise TypeError(f"{name} must be a torch.dtype, a numpy dtype or one of the names {names}; "
+                        f"got {dtype!r} ({type(dtype).__name__}).")
+    if out not in allowed:
+        raise ValueError(f"{name}={dtype!r} is not supported here; use one of {names} "
+                         "(or the torch / numpy dtype of that name).")
+    return out
+
+
+def as_int(value, name: str, *, minimum: int | None = None, maximum: int | None = None, advice: str = "") -> int:
+    """An integer option (a Python ``int`` or a numpy integer, never a ``bool``) within ``[minimum, maximum]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).{advice and ' ' + advice}")
+    lo = "" if minimum is None else f"{minimum} <= "
+    hi = "" if maximum is None else f" <= {maximum}"
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} = {value} is outside {lo}{name}{hi}.{advice and ' ' + advice}")
+    return int(value)
+
+
+def as_number(value, name: str, *, minimum: float = 0.0) -> float:
+    """A real-number option (``int``, ``float`` or numpy scalar, never a ``bool``), finite and ``>= minimum``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}).")
+    if not (np.isfinite(value) and value >= minimum):
+        raise ValueError(f"{name} = {value!r}: it must be a finite number >= {minimum}.")
+    return float(value)
+
+
+def as_progress(value, name: str = "progress") -> bool | None:
+    """``progress``: ``True`` (show a bar), ``False`` (none) or ``None`` (a bar for long runs only)."""
+    if value is not None and not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True, False or None (a bar only for long runs), got {value!r}.")
+    return None if value is None else bool(value)
+
+
+def show_progress(progress: bool | None, count: int, threshold: int = PROGRESS_PAIRS) -> bool:
+    """Whether to show a progress bar for ``count`` items: ``progress``, or (``None``) whether ``count > threshold``."""
+    return count > threshold if progress is None else progress
+
+
+def as_pair_set(pairs, n_items: int, what: str = "clouds") -> tuple[np.ndarray | None, int]:
+    """``(pairs, count)``: listed pairs validated by :func:`as_pairs` (``None`` stays ``None``: every pair
+    ``i < j`` of ``n_items``) and how many pairs that is, refusing a call with no pair at all."""
+    if pairs is not None:
+        pairs = as_pairs(pairs, n_items)
+        return pairs, len(pairs)
+    count = n_items * (n_items - 1) // 2
+    if count == 0:
+        raise ValueError(f"There are no pairs: pass at least two {what}, or explicit pairs.")
+    return None, count

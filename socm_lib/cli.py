@@ -37,6 +37,7 @@ from .report import summary_lines
 from .encoders import REGISTRY, ModelUnavailableError, load_encoder
 from .extract import token_embeddings
 from .gpu_check import main as gpu_check_main
+from .pairs import cross_pairs
 from .stats import concentration_ratio
 from .summary import socm_summary
 
@@ -104,7 +105,7 @@ def run(args) -> int:
     if args.pairs == "labelled":
         df = labelled_pairs()
         texts = list(df["text_a"]) + list(df["text_b"])
-        pairs = np.stack([np.arange(len(df)), np.arange(len(df)) + len(df)], axis=1)
+        pairs = cross_pairs(len(df), len(df), aligned=True)  # (k, n + k): text_a[k] with text_b[k]
         extra = {"kind": np.array(df["kind"], dtype=object)}
     else:
         texts = _texts(args.texts)

@@ -6,14 +6,14 @@ Small helpers shared by the two notebooks:
   (:func:`paper_family_table`; nothing here is measured, and no MTEB score is invented);
 * SOCM of listed text pairs with the mean-pooled cosine and token counts beside it
   (:func:`pair_frame`), summarised per group (:func:`group_summary`);
-* Spearman's rho (:func:`spearman`), a direction word chosen from a measured sign
-  (:func:`direction`) and the separation of two samples (:func:`separation`);
+* Spearman's rho (:func:`spearman`) and the separation of two samples (:func:`separation`);
 * uncertainty and effect sizes for the labelled pair kinds: percentile-bootstrap intervals
   (:func:`bootstrap_ci`, :func:`bootstrap_diff_ci`, :func:`spearman_ci`), Cliff's delta
   (:func:`cliffs_delta`), per-kind tables and contrasts (:func:`kind_ci_table`, :func:`kind_contrasts`),
   and the lexical overlap of a pair (:func:`lexical_overlap`), the confound of the labelled kinds.
 
-Their figures are in :mod:`socm_lib.viz.downstream`.
+Their figures are in :mod:`socm_lib.viz.downstream`; the words and text they print with (a p-value, a
+direction word chosen from a measured sign, an estimate with its interval) in :mod:`socm_lib.viz.display`.
 
 With the paper's normalisation every mean has unit norm, so
 :math:`d_\mu = \lVert m_1 - m_2\rVert^2/4 = (1-\cos)/2`: the mean-pooled cosine is :math:`1 - 2d_\mu`.
@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .checks import as_device, as_texts
+from .checks import as_device, as_int, as_progress, as_texts
 from .extract import token_embeddings
-from .pairs import socm_pairs
+from .pairs import socm_cross
 from .paper import FAMILIES, wikipedia_socm
 
 def paper_family_table() -> pd.DataFrame:
@@ -62,11 +62,6 @@ def spearman(x, y) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def fmt_p(p: float, digits: int = 4) -> str:
-    """A p-value at ``digits`` decimals, or ``"< 0.0001"`` (for 4 digits) when it rounds to zero."""
-    return f"< {10.0 ** -digits:.{digits}f}" if p < 10.0 ** -digits else f"{p:.{digits}f}"
-
-
 def separation(a, b) -> float:
     """Probability that a value drawn from ``a`` exceeds one drawn from ``b`` (ties count half): the AUC.
 
@@ -79,18 +74,6 @@ def separation(a, b) -> float:
     return float((diff > 0).mean() + 0.5 * (diff == 0).mean())
 
 
-def direction(a: float, b: float, *, digits: int = 4, words=("higher", "lower", "equal")) -> str:
-    """``"higher"`` if ``a > b``, ``"lower"`` if ``a < b``, ``"equal"`` if they agree at ``digits`` decimals.
-
-    A NaN has no direction: it raises ``ValueError`` rather than turning into a word.
-    """
-    if np.isnan(float(a)) or np.isnan(float(b)):
-        raise ValueError(f"direction got a NaN ({a!r} vs {b!r}); compute the figures from non-empty, finite data.")
-    if round(float(a) - float(b), digits) == 0:
-        return words[2]
-    return words[0] if a > b else words[1]
-
-
 def pair_frame(encoder, texts_a, texts_b, *, special_tokens: bool = True, layer: int = -1,
                progress: bool | None = None, device=None) -> pd.DataFrame:
     """SOCM of the pairs ``(texts_a[k], texts_b[k])``, with the mean-pooled cosine and token counts.
@@ -98,6 +81,7 @@ def pair_frame(encoder, texts_a, texts_b, *, special_tokens: bool = True, layer:
     Columns ``d_mu, d_sigma, socm, cosine, n_a, n_b``, one row per pair in input order. ``cosine``
     is computed from the raw (unnormalised) means, independently of ``d_mu``.
     """
+    progress = as_progress(progress)
     texts_a, texts_b = as_texts(texts_a, "texts_a"), as_texts(texts_b, "texts_b")
     device = as_device(device)
     if len(texts_a) != len(texts_b):
@@ -105,8 +89,7 @@ def pair_frame(encoder, texts_a, texts_b, *, special_tokens: bool = True, layer:
     n = len(texts_a)
     clouds = token_embeddings(encoder, texts_a + texts_b, layer=layer, special_tokens=special_tokens,
                               progress=progress)
-    pairs = np.stack([np.arange(n), np.arange(n) + n], axis=1)
-    res = socm_pairs(clouds, pairs, progress=progress, device=device)
+    res = socm_cross(clouds[:n], clouds[n:], aligned=True, progress=progress, device=device)
     means = np.stack([c.astype(np.float64).mean(axis=0) for c in clouds])
     unit = means / np.linalg.norm(means, axis=1, keepdims=True)
     return pd.DataFrame({
@@ -151,8 +134,7 @@ def _sample(values, what: str) -> np.ndarray:
 
 
 def _check_bootstrap(n_resamples: int, level: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer (e.g. 2000); got {n_resamples!r}.")
+    as_int(n_resamples, "n_resamples", minimum=1, advice="2000 is a usual choice.")
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1 (e.g. 0.95); got {level!r}.")
 
@@ -302,26 +284,10 @@ def labelled_frame(encoder, kinds=None, *, special_tokens: bool = True, progress
     """
     from .data import labelled_pairs
 
+    progress, device = as_progress(progress), as_device(device)
     pairs = labelled_pairs(kinds)
     frame = pair_frame(encoder, pairs["text_a"], pairs["text_b"], special_tokens=special_tokens, progress=progress,
                        device=device)
     frame.insert(0, "overlap", [lexical_overlap(a, b) for a, b in zip(pairs["text_a"], pairs["text_b"])])
     frame.insert(0, "kind", pairs["kind"].to_numpy(dtype=object))
     return frame
-
-
-def format_ci(table: pd.DataFrame, columns, digits: int = 4) -> pd.DataFrame:
-    """``table`` with each estimate and its interval merged into one text column ``"<col> [CI]"``: ``"v [low, high]"``.
-
-    For each name in ``columns`` the estimate is the column ``<col>`` if there is one, else ``mean_<col>`` (as in
-    :func:`kind_ci_table`); the interval is ``<col>_low, <col>_high``. Values are printed at ``digits`` decimals.
-    """
-    out = table.copy()
-    for col in columns:
-        value = col if col in out else f"mean_{col}"
-        low, high = out[f"{col}_low"], out[f"{col}_high"]
-        text = [f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" for v, lo, hi in zip(out[value], low, high)]
-        at = out.columns.get_loc(value)
-        out = out.drop(columns=[value, f"{col}_low", f"{col}_high"])
-        out.insert(at, f"{col} [CI]", pd.Series(text, index=out.index, dtype=object))
-    return out

@@ -35,7 +35,7 @@ from urllib.parse import urlparse
 import torch
 from transformers.utils import logging as hf_logging
 
-from .checks import as_device
+from .checks import DTYPES, as_device, as_dtype
 from .paper import wikipedia_socm
 
 
@@ -171,12 +171,8 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _resolve_dtype(dtype):
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    names = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-    if dtype not in names:
-        raise ValueError(f"dtype must be one of {list(names)} or a torch.dtype, got {dtype!r}.")
-    return names[dtype]
+    """``None`` (the checkpoint's own precision) or a forward-pass dtype (:func:`socm_lib.checks.as_dtype`)."""
+    return None if dtype is None else as_dtype(dtype, tuple(DTYPES.values()))
 
 
 def _model_from_pretrained(source: str, name: str, dtype, **kwargs):
@@ -291,7 +287,8 @@ def load_encoder(
 ) -> Encoder:
     """Load an encoder by registry name (see :data:`REGISTRY`), Hugging Face id or local folder.
 
-    ``device`` defaults to the GPU when one is present; ``dtype`` (``"float16"``, ``"bfloat16"``) sets the
+    ``device`` defaults to the GPU when one is present; ``dtype`` (``None`` for the checkpoint's own, or
+    ``"float16"``, ``"bfloat16"``, ``"float32"``, ``"float64"``, as a name, ``torch.dtype`` or numpy dtype) sets the
     precision of the forward pass (statistics are always taken in float32 or higher). ``prefix`` (default: the
     registry entry's, ``""`` otherwise) is put in front of every text before tokenization. Raises
     :class:`ModelUnavailableError` with instructions when the model cannot be had here.

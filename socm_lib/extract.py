@@ -21,8 +21,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checks import as_texts
+from .checks import as_int, as_progress, as_texts, show_progress
 from .encoders import Encoder
+
+#: Above this many texts, ``progress=None`` shows a progress bar.
+PROGRESS_TEXTS = 256
 
 
 def _layer_indices(layer, num_layers: int) -> tuple[list[int], bool]:
@@ -80,26 +83,19 @@ def token_embeddings(
         Text put in front of every text before tokenization; ``None`` (default) takes the encoder's own
         (:attr:`Encoder.prefix`, from its registry entry: ``""`` for every registered encoder).
     """
+    batch_size, progress = as_int(batch_size, "batch_size", minimum=1), as_progress(progress)
     if not isinstance(encoder, Encoder):
         raise TypeError(f"encoder must come from socm_lib.load_encoder(), got {type(encoder).__name__}.")
     texts = as_texts(texts)
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
     if prefix is not None and not isinstance(prefix, str):
         raise TypeError(f"prefix must be a string (for example 'passage: ') or None, got {prefix!r}.")
     prefix = encoder.prefix if prefix is None else prefix
     layers, single = _layer_indices(layer, encoder.num_layers)
     tok = encoder.tokenizer
     model_limit = min(int(tok.model_max_length), int(encoder.model.config.max_position_embeddings))
-    if max_length is None:
-        limit = model_limit
-    elif isinstance(max_length, (bool, np.bool_)) or not isinstance(max_length, (int, np.integer)):
-        raise TypeError(f"max_length must be an int or None, got {type(max_length).__name__}.")
-    elif not 1 <= max_length <= model_limit:
-        raise ValueError(f"max_length = {max_length} is outside 1 <= max_length <= {model_limit} (this model's "
-                         "position limit); pass a value in that range or None for the limit.")
-    else:
-        limit = int(max_length)
+    limit = model_limit if max_length is None else as_int(
+        max_length, "max_length", minimum=1, maximum=model_limit,
+        advice=f"Pass an integer in that range ({model_limit} is this model's position limit), or None for the limit.")
     texts = [prefix + t for t in texts] if prefix else texts
     full = tok(texts, truncation=False, add_special_tokens=True, verbose=False)["input_ids"]
     cut = sum(len(ids) > limit for ids in full)
@@ -113,7 +109,7 @@ def token_embeddings(
     out = {lay: [None] * len(texts) for lay in layers}
     fp16 = half and device.type == "cuda"
     need_hidden = layers != [encoder.num_layers]  # intermediate layers asked for: keep every hidden state
-    show = len(texts) > 256 if progress is None else progress
+    show = show_progress(progress, len(texts), PROGRESS_TEXTS)
     with tqdm(total=len(texts), disable=not show, file=sys.stderr, unit="text", desc="tokens") as bar:
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .checks import as_device, as_texts
+from .checks import as_device, as_int, as_pair_set, as_progress, as_texts
 from .extract import token_embeddings
 from .pairs import socm_pairs
 from .stats import avg_intra_cosine, concentration_ratio
@@ -57,10 +57,9 @@ def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, ba
         One row per hidden-state index ``0..L`` (0 = embedding output, ``L`` = final layer) with columns
         ``layer, concentration, avg_cosine, mean_socm, mean_d_mu, mean_d_sigma``.
     """
-    pairs = _pairs_arg(pairs)
+    batch_size, progress = as_int(batch_size, "batch_size", minimum=1), as_progress(progress)
     texts, device = as_texts(texts), as_device(device)
-    if len(texts) < 2 and pairs is None:
-        raise ValueError(f"layer_profile needs at least two texts to form pairs, got {len(texts)}.")
+    pairs, _ = as_pair_set(_pairs_arg(pairs), len(texts), "texts")
     by_layer = token_embeddings(encoder, texts, layer="all", special_tokens=special_tokens,
                                 batch_size=batch_size, progress=progress)
     rows = []

@@ -59,7 +59,7 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from .checks import as_clouds, as_device, as_pairs
+from .checks import as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress, show_progress
 from .stats import mean_norm
 
 BACKENDS = ("auto", "numpy", "torch")
@@ -84,7 +84,11 @@ class SOCMResult:
 
 @dataclass
 class PairResult:
-    """SOCM for many pairs: ``i[k], j[k]`` index the clouds of pair ``k``; all arrays have one entry per pair."""
+    """SOCM for many pairs: ``i[k], j[k]`` index the clouds of pair ``k``; all arrays have one entry per pair.
+
+    From :func:`socm_pairs` with ``pairs=None`` the pairs come in ``scipy.spatial.distance.pdist``'s condensed
+    order (``squareform(result.socm)`` is the matrix); from :func:`socm_cross` in ``cdist``'s row-major order.
+    """
 
     i: np.ndarray
     j: np.ndarray
@@ -347,9 +351,8 @@ class _Engine:
 
 def _engine(clouds, *, normalize: bool, device, dtype, backend: str, bucket_tolerance: float) -> _Engine:
     """Validate the engine's options, then prepare the clouds."""
-    device = as_device(device)
-    if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}.")
+    device, dtype = as_device(device), as_dtype(dtype)
+    bucket_tolerance = as_number(bucket_tolerance, "bucket_tolerance")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}: 'auto' takes "
                          "numpy on the CPU and torch on a GPU.")
@@ -410,6 +413,24 @@ def all_pairs(n_texts: int) -> np.ndarray:
     order), shape ``(n(n-1)/2, 2)``."""
     i, j = np.triu_indices(n_texts, k=1)
     return np.stack([i, j], axis=1)
+
+
+def cross_pairs(n_a: int, n_b: int, *, aligned: bool = False) -> np.ndarray:
+    """Index pairs into the concatenation ``clouds_a + clouds_b`` of ``n_a`` and ``n_b`` clouds, shape ``(P, 2)``.
+
+    Every ``(a, b)``, ``a < n_a`` and ``b < n_b``, as ``(a, n_a + b)`` in row-major order
+    (``scipy.spatial.distance.cdist(...).ravel()``'s order, ``P = n_a n_b``); with ``aligned=True`` only
+    ``(k, n_a + k)`` for ``k < n_a`` (``n_a == n_b`` required).
+    """
+    n_a, n_b = as_int(n_a, "n_a", minimum=1), as_int(n_b, "n_b", minimum=1)
+    if aligned:
+        if n_a != n_b:
+            raise ValueError(f"aligned=True pairs the k-th cloud of each set, but the sets have {n_a} and {n_b} "
+                             "clouds; pass sets of the same length, or aligned=False for every pair (a, b).")
+        a = np.arange(n_a)
+        return np.stack([a, a + n_a], axis=1)
+    a, b = np.divmod(np.arange(n_a * n_b), n_b)
+    return np.stack([a, b + n_a], axis=1)
 
 
 class InsufficientMemoryError(MemoryError, ValueError):
@@ -537,7 +558,11 @@ def socm_pairs(
     block_elems
         Largest number of cross-Gram entries held at once per worker (bounds the working memory).
     progress
-        Show a progress bar on stderr; ``None`` shows one for more than 20,000 pairs.
+        Show a progress bar on stderr (``True`` or ``False``); ``None`` shows one for more than
+        :data:`~socm_lib.checks.PROGRESS_PAIRS` (20,000) pairs.
+
+    Integer options must be integers (a numpy integer will do, a ``bool`` will not), ``dtype`` may be
+    given as ``torch.float32``, ``numpy.float32`` or ``"float32"`` (:func:`socm_lib.checks.as_dtype`).
 
     On the CPU the numpy path runs in ``torch.get_num_threads()`` threads (``torch.set_num_threads``
     changes it). The results take about :data:`BYTES_PER_PAIR` bytes a pair (16 GB for all pairs of
@@ -547,26 +572,49 @@ def socm_pairs(
     A one-token cloud has :math:`\Sigma = 0`; then :math:`d_\Sigma = \operatorname{tr}\Sigma_2/4`,
     the other text's spread alone. :math:`d_\Sigma` is clamped at 0 against round-off below zero.
     """
+    block_elems, progress = as_int(block_elems, "block_elems", minimum=1), as_progress(progress)
     engine = _engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
                      bucket_tolerance=bucket_tolerance)
     n = len(engine.means)
+    pairs, n_pairs = as_pair_set(pairs, n)
     listed = pairs is not None
-    if listed:
-        pairs = as_pairs(pairs, n)
-    n_pairs = len(pairs) if listed else n * (n - 1) // 2
-    if n_pairs == 0:
-        raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
     _check_memory(n_pairs, engine, block_elems)
     d_mu, d_sigma, socm_ = np.empty(n_pairs), np.empty(n_pairs), np.empty(n_pairs)
 
     def fill(positions, i, j, block_d_mu, block_d_sigma, block_socm):
         d_mu[positions], d_sigma[positions], socm_[positions] = block_d_mu, block_d_sigma, block_socm
 
-    show = n_pairs > 20_000 if progress is None else progress
+    show = show_progress(progress, n_pairs)
     with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
         _run_blocks(engine, pairs if listed else None, block_elems, fill, bar)
     pairs = pairs if listed else all_pairs(n)
     return PairResult(i=pairs[:, 0].copy(), j=pairs[:, 1].copy(), d_mu=d_mu, d_sigma=d_sigma, socm=socm_)
+
+
+def socm_cross(clouds_a, clouds_b, *, aligned: bool = False, **options) -> PairResult:
+    r"""SOCM between two sets of clouds, like ``scipy.spatial.distance.cdist``: every pair ``(a, b)``.
+
+    ``result.i`` indexes ``clouds_a`` and ``result.j`` indexes ``clouds_b``; the pairs come in row-major
+    order (:func:`cross_pairs`), so ``result.socm.reshape(len(clouds_a), len(clouds_b))`` is the
+    matrix of ``cdist``. With ``aligned=True`` only the pairs ``(k, k)`` are taken (the two sets must
+    have the same length): ``result.socm[k]`` is SOCM of ``clouds_a[k]`` and ``clouds_b[k]``.
+
+    ``options`` are those of :func:`socm_pairs` (``normalize``, ``device``, ``dtype``, ``backend``,
+    ``bucket_tolerance``, ``block_elems``, ``progress``); the pairs run through its engine, on the
+    clouds of both sets together.
+    """
+    if "pairs" in options:
+        raise TypeError("socm_cross takes no pairs: it measures every pair (a, b), or with aligned=True every "
+                        "(k, k); for other pairs use socm_pairs(clouds_a + clouds_b, pairs).")
+    if not isinstance(aligned, (bool, np.bool_)):
+        raise TypeError(f"aligned must be True or False, got {aligned!r}.")
+    A, B = as_clouds(clouds_a, "clouds_a"), as_clouds(clouds_b, "clouds_b")
+    if A[0].shape[1] != B[0].shape[1]:
+        raise ValueError(f"clouds_a have d = {A[0].shape[1]} but clouds_b have d = {B[0].shape[1]}; both sets must "
+                         "come from the same encoder and layer.")
+    result = socm_pairs(A + B, cross_pairs(len(A), len(B), aligned=bool(aligned)), **options)
+    result.j -= len(A)
+    return result
 
 
 def socm(X1, X2, *, normalize: bool = True) -> SOCMResult:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import as_device, as_texts
+from .checks import as_device, as_int, as_pair_set, as_progress, as_texts
 from .data import sample_texts
 from .extract import token_embeddings
 from .pairs import PairResult, socm_pairs
@@ -25,8 +25,13 @@ class Measurement:
 
 def measure(encoder, texts, pairs=None, *, layer: int = -1, special_tokens: bool = True, batch_size: int = 64,
             device=None, progress=None) -> Measurement:
-    """Token embeddings of ``texts`` (one layer), their concentration ratios, and SOCM for ``pairs`` (default: all)."""
+    """Token embeddings of ``texts`` (one layer), their concentration ratios, and SOCM for ``pairs`` (default: all).
+
+    Every option is checked before the encoder runs (:mod:`socm_lib.checks`).
+    """
+    batch_size, progress = as_int(batch_size, "batch_size", minimum=1), as_progress(progress)
     texts, device = as_texts(texts), as_device(device)
+    pairs, _ = as_pair_set(pairs, len(texts), "texts")
     clouds = token_embeddings(encoder, texts, layer=layer, special_tokens=special_tokens, batch_size=batch_size,
                               progress=progress)
     result = socm_pairs(clouds, pairs, device=device, progress=progress)

@@ -135,8 +135,11 @@ def shift(reference, other, texts, *, pairs=None, device=None, progress=None) ->
     For the paper's protocol pass ``socm_lib.sample_texts(texts, 1000, 0)``; a notebook that has measured both
     already (``socm_lib.paper_protocol``) calls :func:`compare` on their ``.pairs`` instead.
     """
+    from .checks import as_device, as_pair_set, as_progress, as_texts
     from .protocol import measure
 
+    texts, device, progress = as_texts(texts), as_device(device), as_progress(progress)
+    pairs, _ = as_pair_set(pairs, len(texts), "texts")  # checked before either encoder runs
     a = measure(reference, texts, pairs, device=device, progress=progress).pairs
     b = measure(other, texts, pairs, device=device, progress=progress).pairs
     return compare(a, b)

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checks import as_pairs
+from .checks import as_int, as_pair_set, as_progress, show_progress
 from .pairs import PairResult, _engine, _run_blocks
 
 #: Bins of the histograms returned by :func:`socm_summary` (one per quantity).
@@ -268,22 +268,20 @@ def socm_summary(
         (:class:`~socm_lib.PairResult`, SOCM descending / ascending). ``.summary()`` gives the dict of
         :meth:`socm_lib.PairResult.summary`.
     """
-    for name, value, least in (("bins", bins, 1), ("top_k", top_k, 0), ("exact_median_limit", exact_median_limit, 0),
-                               ("chunk_pairs", chunk_pairs, 1), ("block_elems", block_elems, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}.")
+    bins, top_k = as_int(bins, "bins", minimum=1), as_int(top_k, "top_k", minimum=0)
+    exact_median_limit = as_int(exact_median_limit, "exact_median_limit", minimum=0)
+    chunk_pairs = as_int(chunk_pairs, "chunk_pairs", minimum=1)
+    block_elems = as_int(block_elems, "block_elems", minimum=1)
+    progress = as_progress(progress)
     if on_pairs is not None and not callable(on_pairs):
         raise TypeError(f"on_pairs must be a function on_pairs(start, chunk) or None, got {type(on_pairs).__name__}.")
     engine = _engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
                      bucket_tolerance=bucket_tolerance)
     n = len(engine.means)
-    pairs = as_pairs(pairs, n) if pairs is not None else None
-    n_pairs = len(pairs) if pairs is not None else n * (n - 1) // 2
-    if n_pairs == 0:
-        raise ValueError("There are no pairs: pass at least two clouds, or explicit pairs.")
+    pairs, n_pairs = as_pair_set(pairs, n)
     bounds = _ranges(engine.means, engine.traces)
     tally = _Tally(bounds, bins, top_k, exact_median_limit, {**bounds, **_histogram_ranges(range)})
-    show = n_pairs > 20_000 if progress is None else progress
+    show = show_progress(progress, n_pairs)
     with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
         if on_pairs is None:
             _run_blocks(engine, pairs, block_elems, tally.add, bar)

@@ -7,6 +7,7 @@ from scipy import stats
 
 import socm_lib
 from socm_lib import downstream, paper
+from socm_lib.viz import display
 from socm_lib.viz import downstream as viz_downstream
 from socm_lib.viz import fixed
 
@@ -46,12 +47,25 @@ def test_spearman_p_from_rho_matches_scipy():
 
 
 def test_direction_and_fmt_p():
-    assert downstream.direction(0.3, 0.2) == "higher"
-    assert downstream.direction(0.2, 0.3) == "lower"
-    assert downstream.direction(0.20001, 0.2) == "equal"  # agree at 4 decimals
-    assert downstream.direction(-1, 0, words=("positive", "negative", "zero")) == "negative"
-    assert downstream.fmt_p(0.01534) == "0.0153"
-    assert downstream.fmt_p(1e-9) == "< 0.0001"
+    assert display.direction(0.3, 0.2) == "higher"
+    assert display.direction(0.2, 0.3) == "lower"
+    assert display.direction(0.20001, 0.2) == "equal"  # agree at 4 decimals
+    assert display.direction(-1, 0, words=("positive", "negative", "zero")) == "negative"
+    assert display.fmt_p(0.01534) == "0.0153"
+    assert display.fmt_p(1e-9) == "< 0.0001"
+    assert not hasattr(downstream, "fmt_p") and not hasattr(downstream, "direction")  # display lives in viz only
+
+
+def test_format_ci_merges_estimate_and_interval():
+    t = pd.DataFrame({"kind": ["x", "y"], "pairs": [3, 4], "mean_socm": [0.25, 0.5], "socm_low": [0.2, 0.41],
+                      "socm_high": [0.3, 0.62], "diff": [-0.01, 0.125], "diff_low": [-0.05, 0.1],
+                      "diff_high": [0.03, 0.15]})
+    out = display.format_ci(t, ["socm", "diff"], digits=2)
+    assert list(out.columns) == ["kind", "pairs", "socm [CI]", "diff [CI]"]
+    assert out["socm [CI]"].tolist() == ["0.25 [0.20, 0.30]", "0.50 [0.41, 0.62]"]
+    assert out["diff [CI]"].tolist() == ["-0.01 [-0.05, 0.03]", "0.12 [0.10, 0.15]"]
+    assert list(t.columns)[2] == "mean_socm"  # the input is left as it was
+    assert not hasattr(downstream, "format_ci")
 
 
 def test_separation():
@@ -78,6 +92,10 @@ def test_pair_frame_identity_and_agreement_with_socm(minilm):
         ref = socm_lib.socm(clouds[k], clouds[k + 3])
         assert f["socm"][k] == pytest.approx(ref.socm, abs=1e-10)
         assert f["n_a"][k] == clouds[k].shape[0] and f["n_b"][k] == clouds[k + 3].shape[0]
+    # the pairs (k, n + k) of the clouds of a + b, by the engine, exactly as before socm_cross built them
+    before = socm_lib.socm_pairs(clouds, np.stack([np.arange(3), np.arange(3) + 3], axis=1), device="cpu")
+    for key in ("d_mu", "d_sigma", "socm"):
+        np.testing.assert_array_equal(f[key].to_numpy(), getattr(before, key))
     dropped = downstream.pair_frame(minilm, a, b, special_tokens=False, progress=False, device="cpu")
     assert (dropped["n_a"] == f["n_a"] - 2).all()  # [CLS] and [SEP]
     with pytest.raises(ValueError, match="one of each per pair"):

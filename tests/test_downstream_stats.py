@@ -68,9 +68,10 @@ def test_bootstrap_is_deterministic_and_level_widens():
     assert l99 < l90 and h90 < h99
 
 
-@pytest.mark.parametrize("bad", [{"n_resamples": 0}, {"level": 1.0}, {"level": 0}, {"n_resamples": 2.5}])
-def test_bootstrap_rejects_bad_settings(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("bad, exc", [({"n_resamples": 0}, ValueError), ({"level": 1.0}, ValueError),
+                                      ({"level": 0}, ValueError), ({"n_resamples": 2.5}, TypeError)])
+def test_bootstrap_rejects_bad_settings(bad, exc):
+    with pytest.raises(exc):
         downstream.bootstrap_ci([1.0, 2.0, 3.0], **bad)
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import socm_lib
 from socm_lib import downstream, layers, protocol
-from socm_lib.viz import widgets
+from socm_lib.viz import display, widgets
 
 SINGLE = r"is a single string; pass a list of texts"
 
@@ -28,13 +28,13 @@ def test_a_bare_string_is_not_a_list_of_texts(call):
 @pytest.mark.parametrize("a, b", [(np.nan, 0.5), (0.5, float("nan")), (np.float64("nan"), np.nan)])
 def test_direction_refuses_nan(a, b):
     with pytest.raises(ValueError, match="NaN"):
-        downstream.direction(a, b)
+        display.direction(a, b)
 
 
 def test_direction_still_reads_numbers():
-    assert downstream.direction(0.3, 0.2) == "higher"
-    assert downstream.direction(0.2, 0.3) == "lower"
-    assert downstream.direction(0.2, 0.20000001) == "equal"
+    assert display.direction(0.3, 0.2) == "higher"
+    assert display.direction(0.2, 0.3) == "lower"
+    assert display.direction(0.2, 0.20000001) == "equal"
 
 
 S = np.array([[1.0, 0.3], [0.3, 0.5]])

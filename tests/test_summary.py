@@ -112,7 +112,7 @@ def test_lexicographic_chunks_cover_all_pairs():
 
 
 def test_bad_options(clouds):
-    with pytest.raises(ValueError, match="bins must be an integer >= 1"):
+    with pytest.raises(ValueError, match="bins = 0 is outside 1 <= bins"):
         socm_lib.socm_summary(clouds[:5], bins=0)
     with pytest.raises(TypeError, match="on_pairs must be a function"):
         socm_lib.socm_summary(clouds[:5], on_pairs="out.csv")

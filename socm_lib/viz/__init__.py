@@ -3,7 +3,9 @@
 Nothing below :mod:`socm_lib.viz` imports from here. Import the submodule you need:
 
 * :mod:`socm_lib.viz.display` -- :func:`~socm_lib.viz.display.fmt`, :func:`~socm_lib.viz.display.fixed`
-  (numbers at fixed precision, so notebook outputs compare as text) and the device report;
+  (numbers at fixed precision, so notebook outputs compare as text), the device report, and the p-values,
+  direction words and estimates with intervals the downstream notebooks print (:func:`~socm_lib.viz.display.fmt_p`,
+  :func:`~socm_lib.viz.display.direction`, :func:`~socm_lib.viz.display.format_ci`);
 * :mod:`socm_lib.viz.plots` -- the SOCM surface, clouds in the plane, the paper's Figure 1 for real clouds,
   :math:`d_\\mu`--:math:`d_\\Sigma` scatter plots, extreme pairs;
 * :mod:`socm_lib.viz.theory` -- the figures of the theory chapters (a token cloud and its mean, a pair on the SOCM
