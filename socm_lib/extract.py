@@ -10,19 +10,20 @@ the start), padding never reaches a text's rows (rows are *selected* by the
 attention mask, never multiplied by it: padded positions can hold NaN under some
 attention kernels), and each batch leaves the GPU as soon as it is done.
 
-Recent results are kept (:mod:`socm_lib.memo`; ``token_embeddings.cache_info()``, ``token_embeddings.cache_clear()``),
-layer by layer, so that an identical later call (a lab's answer check after the notebook's own extraction) runs no
-forward pass. An entry is found only for the same model and tokenizer *objects* (an encoder from a second
-:func:`~socm_lib.load_encoder` call with the same arguments shares them; two encoders loaded separately never share
-an entry), in the same state (training flag, and each parameter's and buffer's storage, dtype, device and version
-counter, which torch raises on every in-place change: an optimiser step, ``load_state_dict``, ``.to(...)``), and
-for the same texts, layer, ``special_tokens``, ``batch_size``, truncation length, float16 setting and prefix
-(batching and padding change the last bits of a float32 forward pass, so only an identical call is answered from
-the cache; ``progress`` does not count). A change torch does not record (writing through ``param.data``, editing
-the tokenizer's settings) is not seen: call ``token_embeddings.cache_clear()`` after one. Every call returns fresh
-arrays (copies of the stored ones), so no caller can alter what another receives. At most
-:data:`CLOUD_CACHE_SIZE` calls' layers and :data:`CLOUD_CACHE_BYTES` bytes of clouds are kept, and none of an
-encoder whose model has been freed; ``cache=False`` computes afresh and stores nothing (for timing).
+Recent results are kept (:mod:`socm_lib.memo`; ``token_embeddings.cache_clear()``, and
+``token_embeddings.cache_info()``, which counts one lookup per layer asked), layer by layer, so that an identical
+later call (a lab's answer check after the notebook's own extraction) runs no forward pass. An entry is found only
+for the same model and tokenizer *objects* (an encoder from a second :func:`~socm_lib.load_encoder` call with the
+same arguments shares them; two encoders loaded separately never share an entry), in the same state (training flag,
+and each parameter's and buffer's storage, dtype, device and version counter, which torch raises on every in-place
+change: an optimiser step, ``load_state_dict``, ``.to(...)``), and for the same texts, layer, ``special_tokens``,
+``batch_size``, truncation length, float16 setting and prefix (batching and padding change the last bits of a
+float32 forward pass, so only an identical call is answered from the cache; ``progress`` does not count). A change
+torch does not record (writing through ``param.data``, editing the tokenizer's settings) is not seen: call
+``token_embeddings.cache_clear()`` after one. Every call returns fresh arrays (copies of the stored ones), so no
+caller can alter what another receives. At most :data:`CLOUD_CACHE_SIZE` calls' layers and :data:`CLOUD_CACHE_BYTES`
+bytes of clouds are kept, and none of an encoder whose model has been freed; ``cache=False`` computes afresh and
+stores nothing (for timing).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ _CLOUDS = LRUCache(CLOUD_CACHE_SIZE, maxbytes=CLOUD_CACHE_BYTES, valid=_live,
 
 
 def _model_state(model: torch.nn.Module) -> tuple:
-    """The state of a model that its outputs depend on and torch records: mode, and each tensor's storage and version."""
+    """What of a model's state its outputs depend on and torch records: its mode, each tensor's storage and version."""
     return (model.training, tuple((t.data_ptr(), str(t.device), t.dtype, t._version)
                                   for t in itertools.chain(model.parameters(), model.buffers())))
 
@@ -142,9 +143,9 @@ def token_embeddings(
     else:
         limit = int(max_length)
     fp16 = half and encoder.device.type == "cuda"
-    key = (id(encoder.model), id(tok), _model_state(encoder.model), tuple(texts), special_tokens, batch_size, limit,
-           fp16, prefix)
     if cache:
+        key = (id(encoder.model), id(tok), _model_state(encoder.model), tuple(texts), special_tokens, batch_size,
+               limit, fp16, prefix)
         found = [_CLOUDS.get(key + (lay,)) for lay in layers]
         if all(entry is not None for entry in found):  # live entries only: an id is not reused while its object lives
             if found[0][3]:
@@ -154,9 +155,9 @@ def token_embeddings(
             return out[layers[0]] if single else out
     out, cut = _extract(encoder, texts, layers, special_tokens, batch_size, limit, fp16, progress, prefix)
     if cache:
-        for lay in layers:
-            _CLOUDS.put(key + (lay,), (weakref.ref(encoder.model), weakref.ref(tok), out[lay], cut))
-        out = {lay: [c.copy() for c in clouds] for lay, clouds in out.items()}
+        for lay in layers:  # a stored result is handed out as copies; one too large to store, as computed
+            if _CLOUDS.put(key + (lay,), (weakref.ref(encoder.model), weakref.ref(tok), out[lay], cut)):
+                out[lay] = [c.copy() for c in out[lay]]
     return out[layers[0]] if single else out
 
 

@@ -47,8 +47,11 @@ class LRUCache:
             self._misses += 1
             return None
 
-    def put(self, key, value) -> None:
-        """Store ``value`` under ``key``, dropping entries that ``valid`` rejects, then the least recently used."""
+    def put(self, key, value) -> bool:
+        """Store ``value`` under ``key``, dropping entries that ``valid`` rejects, then the least recently used.
+
+        Returns whether the value was stored (not when it alone exceeds ``maxbytes``).
+        """
         size = self.sizeof(value)
         with self._lock:
             if key in self._data:
@@ -56,11 +59,12 @@ class LRUCache:
             for stale in [k for k, (v, _) in self._data.items() if not self.valid(v)]:
                 self._drop(stale)
             if self.maxsize < 1 or (self.maxbytes is not None and size > self.maxbytes):
-                return
+                return False
             self._data[key] = (value, size)
             self._bytes += size
             while len(self._data) > self.maxsize or (self.maxbytes is not None and self._bytes > self.maxbytes):
                 self._drop(next(iter(self._data)))
+            return True
 
     def _drop(self, key) -> None:
         self._bytes -= self._data.pop(key)[1]

@@ -294,3 +294,15 @@ def test_entries_of_a_freed_model_are_dropped(texts):
     gc.collect()
     extract._CLOUDS.put("another", (lambda: 1, lambda: 1, [], 0))  # storing drops entries whose model is gone
     assert socm_lib.token_embeddings.cache_info().currsize == 1 and extract._CLOUDS.get("another") is not None
+
+
+def test_a_result_too_large_to_store_is_computed_every_time(encoder, monkeypatch):
+    from socm_lib import extract
+
+    monkeypatch.setattr(extract._CLOUDS, "maxbytes", 1)
+    texts = ["Too large for a one-byte cache.", "So is this one."]
+    with _Passes(encoder.model) as passes:
+        first = socm_lib.token_embeddings(encoder, texts)
+        second = socm_lib.token_embeddings(encoder, texts)
+        assert passes.count == 2
+    assert all(np.array_equal(a, b) for a, b in zip(first, second))
