@@ -33,7 +33,7 @@ def standin_hub(standin_cache, monkeypatch):
             monkeypatch.setattr(transformers_hub, name, value)
     from socm_lib import load_encoder, token_embeddings
 
-    caches = (widgets.cached_encoder, widgets._cached_clouds, load_encoder, token_embeddings)
+    caches = (widgets.cached_encoder, load_encoder, token_embeddings)
     for cached in caches:  # what another test loaded under the same name must not answer this one
         cached.cache_clear()
     yield standin_cache
