@@ -23,6 +23,7 @@ and loading one warns once with :data:`STAND_IN_NOTE`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import socket
@@ -36,6 +37,7 @@ import torch
 from transformers.utils import logging as hf_logging
 
 from .checks import DTYPES, as_device, as_dtype
+from .memo import LRUCache
 from .paper import wikipedia_socm
 
 
@@ -276,6 +278,25 @@ def loaded_provenance() -> list[dict]:
     return list(_loaded.values())
 
 
+#: How many loaded encoders :func:`load_encoder` keeps (least recently used dropped first; see :mod:`socm_lib.memo`).
+ENCODER_CACHE_SIZE = 4
+_ENCODERS = LRUCache(ENCODER_CACHE_SIZE)
+
+
+def _source_state(name: str) -> tuple:
+    """What the weights behind ``name`` depend on besides the arguments: a folder's files, the Hub cache in use."""
+    spec = REGISTRY.get(name)
+    if spec is not None and spec.hf_id is None:
+        return ()  # built from an installed package's files
+    folder = Path(spec.hf_id if spec is not None else name)
+    if folder.is_dir():
+        return ("folder", str(folder.resolve()), tuple(sorted(
+            (f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in os.scandir(folder) if f.is_file())))
+    from huggingface_hub import constants
+
+    return ("hub", str(constants.HF_HUB_CACHE), bool(constants.HF_HUB_OFFLINE))
+
+
 def load_encoder(
     name_or_path: str,
     *,
@@ -292,11 +313,41 @@ def load_encoder(
     precision of the forward pass (statistics are always taken in float32 or higher). ``prefix`` (default: the
     registry entry's, ``""`` otherwise) is put in front of every text before tokenization. Raises
     :class:`ModelUnavailableError` with instructions when the model cannot be had here.
+
+    The last :data:`ENCODER_CACHE_SIZE` encoders loaded are kept (:mod:`socm_lib.memo`, ``functools.lru_cache``
+    semantics): a call with the same name, resolved device, dtype, revision, ``trust_remote_code`` and ``prefix``,
+    while the files behind the name are unchanged (a local folder's file sizes and times; the Hugging Face cache
+    folder and offline setting in use), returns a new :class:`Encoder` record that shares the first call's model
+    and tokenizer. A change made in place to that model or tokenizer is therefore seen by every holder of the
+    same encoder; load it afresh after ``load_encoder.cache_clear()`` to get an independent copy.
+    ``load_encoder.cache_info()`` gives the hits and misses.
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise TypeError(f"name_or_path must be a non-empty string, got {name_or_path!r}.")
     dtype = _resolve_dtype(dtype)
     device = as_device(device)
+    if prefix is not None and not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string (for example 'passage: ') or None, got {prefix!r}.")
+    key = (name_or_path, str(device), dtype, revision, bool(trust_remote_code), prefix, _source_state(name_or_path))
+    encoder = _ENCODERS.get(key)
+    if encoder is None:
+        encoder = _load(name_or_path, device, dtype, revision, trust_remote_code, prefix)
+        _ENCODERS.put(key, encoder)
+    if encoder.stand_in and encoder.name not in _warned_stand_ins:
+        _warned_stand_ins.add(encoder.name)
+        warnings.warn(f"{encoder.name!r} is loaded from a stand-in checkpoint ({encoder.source}): {STAND_IN_NOTE}.",
+                      stacklevel=2)
+    record = provenance(encoder)
+    _loaded[tuple(record.items())] = record
+    return dataclasses.replace(encoder)
+
+
+load_encoder.cache_info = _ENCODERS.info
+load_encoder.cache_clear = _ENCODERS.clear
+
+
+def _load(name_or_path: str, device: torch.device, dtype, revision, trust_remote_code: bool, prefix) -> Encoder:
+    """The encoder :func:`load_encoder` describes, loaded from its files (arguments already validated)."""
     hf_logging.disable_progress_bar()  # weight-loading bars would clutter notebook output
     name = name_or_path
     spec = REGISTRY.get(name)
@@ -340,17 +391,8 @@ def load_encoder(
     model = model.to(device).eval()
     kind = spec.kind if spec else "unregistered"
     stand_in = bool(getattr(model.config, _STAND_IN_KEY, False))
-    if stand_in and name not in _warned_stand_ins:
-        _warned_stand_ins.add(name)
-        warnings.warn(f"{name!r} is loaded from a stand-in checkpoint ({source}): {STAND_IN_NOTE}.", stacklevel=2)
     offline = spec is not None and spec.hf_id is None
     commit = None if offline else _snapshot_commit(source, revision, model)
-    if prefix is not None and not isinstance(prefix, str):
-        raise TypeError(f"prefix must be a string (for example 'passage: ') or None, got {prefix!r}.")
     prefix = (spec.prefix if spec else "") if prefix is None else prefix
-    encoder = Encoder(name=name, source=source, kind=kind, model=model, tokenizer=tokenizer, revision=revision,
-                      commit=commit, stand_in=stand_in, prefix=prefix,
-                      file_sha256=digest)
-    record = provenance(encoder)
-    _loaded[tuple(record.items())] = record
-    return encoder
+    return Encoder(name=name, source=source, kind=kind, model=model, tokenizer=tokenizer, revision=revision,
+                   commit=commit, stand_in=stand_in, prefix=prefix, file_sha256=digest)

@@ -9,13 +9,30 @@ the library takes every statistic of it in float64. Texts are batched by token l
 the start), padding never reaches a text's rows (rows are *selected* by the
 attention mask, never multiplied by it: padded positions can hold NaN under some
 attention kernels), and each batch leaves the GPU as soon as it is done.
+
+Recent results are kept (:mod:`socm_lib.memo`; ``token_embeddings.cache_clear()``, and
+``token_embeddings.cache_info()``, which counts one lookup per layer asked), layer by layer, so that an identical
+later call (a lab's answer check after the notebook's own extraction) runs no forward pass. An entry is found only
+for the same model and tokenizer *objects* (an encoder from a second :func:`~socm_lib.load_encoder` call with the
+same arguments shares them; two encoders loaded separately never share an entry), in the same state (training flag,
+and each parameter's and buffer's storage, dtype, device and version counter, which torch raises on every in-place
+change: an optimiser step, ``load_state_dict``, ``.to(...)``), and for the same texts, layer, ``special_tokens``,
+``batch_size``, truncation length, float16 setting and prefix (batching and padding change the last bits of a
+float32 forward pass, so only an identical call is answered from the cache; ``progress`` does not count). A change
+torch does not record (writing through ``param.data``, editing the tokenizer's settings) is not seen: call
+``token_embeddings.cache_clear()`` after one. Every call returns fresh arrays (copies of the stored ones), so no
+caller can alter what another receives. At most :data:`CLOUD_CACHE_SIZE` calls' layers and :data:`CLOUD_CACHE_BYTES`
+bytes of clouds are kept, and none of an encoder whose model has been freed; ``cache=False`` computes afresh and
+stores nothing (for timing).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import warnings
+import weakref
 
 import numpy as np
 import torch
@@ -23,6 +40,27 @@ from tqdm import tqdm
 
 from .checks import as_int, as_progress, as_texts, show_progress
 from .encoders import Encoder
+from .memo import LRUCache
+
+#: At most this many (call, layer) results are kept by :func:`token_embeddings`, holding at most
+#: :data:`CLOUD_CACHE_BYTES` bytes of clouds (a larger result is not stored).
+CLOUD_CACHE_SIZE = 32
+CLOUD_CACHE_BYTES = 512 * 2**20
+
+
+def _live(entry) -> bool:
+    """Whether the model and tokenizer an entry was computed with still exist."""
+    return entry[0]() is not None and entry[1]() is not None
+
+
+_CLOUDS = LRUCache(CLOUD_CACHE_SIZE, maxbytes=CLOUD_CACHE_BYTES, valid=_live,
+                   sizeof=lambda entry: sum(c.nbytes for c in entry[2]))
+
+
+def _model_state(model: torch.nn.Module) -> tuple:
+    """What of a model's state its outputs depend on and torch records: its mode, each tensor's storage and version."""
+    return (model.training, tuple((t.data_ptr(), str(t.device), t.dtype, t._version)
+                                  for t in itertools.chain(model.parameters(), model.buffers())))
 
 #: Above this many texts, ``progress=None`` shows a progress bar.
 PROGRESS_TEXTS = 256
@@ -61,6 +99,7 @@ def token_embeddings(
     half: bool = False,
     progress: bool | None = None,
     prefix: str | None = None,
+    cache: bool = True,
 ):
     """One ``(n_i, d)`` float32 array of token embeddings per text, in input order.
 
@@ -82,6 +121,9 @@ def token_embeddings(
     prefix
         Text put in front of every text before tokenization; ``None`` (default) takes the encoder's own
         (:attr:`Encoder.prefix`, from its registry entry: ``""`` for every registered encoder).
+    cache
+        Answer an identical earlier call from the cache and store this one (see the module docstring);
+        ``False`` runs the forward passes and stores nothing (for timing an extraction).
     """
     batch_size, progress = as_int(batch_size, "batch_size", minimum=1), as_progress(progress)
     if not isinstance(encoder, Encoder):
@@ -96,18 +138,44 @@ def token_embeddings(
     limit = model_limit if max_length is None else as_int(
         max_length, "max_length", minimum=1, maximum=model_limit,
         advice=f"Pass an integer in that range ({model_limit} is this model's position limit), or None for the limit.")
+    fp16 = half and encoder.device.type == "cuda"
+    if cache:
+        key = (id(encoder.model), id(tok), _model_state(encoder.model), tuple(texts), special_tokens, batch_size,
+               limit, fp16, prefix)
+        found = [_CLOUDS.get(key + (lay,)) for lay in layers]
+        if all(entry is not None for entry in found):  # live entries only: an id is not reused while its object lives
+            if found[0][3]:
+                warnings.warn(f"{found[0][3]} of {len(texts)} texts are longer than max_length = {limit} tokens and "
+                              "were truncated to it.", stacklevel=2)
+            out = {lay: [c.copy() for c in entry[2]] for lay, entry in zip(layers, found)}
+            return out[layers[0]] if single else out
+    out, cut = _extract(encoder, texts, layers, special_tokens, batch_size, limit, fp16, progress, prefix)
+    if cache:
+        for lay in layers:  # a stored result is handed out as copies; one too large to store, as computed
+            if _CLOUDS.put(key + (lay,), (weakref.ref(encoder.model), weakref.ref(tok), out[lay], cut)):
+                out[lay] = [c.copy() for c in out[lay]]
+    return out[layers[0]] if single else out
+
+
+token_embeddings.cache_info = _CLOUDS.info
+token_embeddings.cache_clear = _CLOUDS.clear
+
+
+def _extract(encoder: Encoder, texts: list[str], layers: list[int], special_tokens: bool, batch_size: int,
+             limit: int, fp16: bool, progress, prefix: str) -> tuple[dict, int]:
+    """``({layer: clouds}, number of texts truncated)`` by the forward passes :func:`token_embeddings` describes."""
+    tok = encoder.tokenizer
     texts = [prefix + t for t in texts] if prefix else texts
     full = tok(texts, truncation=False, add_special_tokens=True, verbose=False)["input_ids"]
     cut = sum(len(ids) > limit for ids in full)
     if cut:
         warnings.warn(f"{cut} of {len(texts)} texts are longer than max_length = {limit} tokens and were "
-                      "truncated to it.", stacklevel=2)
+                      "truncated to it.", stacklevel=3)
     enc = tok(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
     lengths = np.array([len(ids) for ids in enc["input_ids"]])
     order = np.argsort(-lengths, kind="stable")
     device = encoder.device
     out = {lay: [None] * len(texts) for lay in layers}
-    fp16 = half and device.type == "cuda"
     need_hidden = layers != [encoder.num_layers]  # intermediate layers asked for: keep every hidden state
     show = show_progress(progress, len(texts), PROGRESS_TEXTS)
     with tqdm(total=len(texts), disable=not show, file=sys.stderr, unit="text", desc="tokens") as bar:
@@ -136,4 +204,4 @@ def token_embeddings(
                     out[lay][i] = cloud.numpy()
             del result, hidden, inputs
             bar.update(len(idx))
-    return out[layers[0]] if single else out
+    return out, cut

@@ -90,13 +90,14 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
         "checks": {},
     }
     times = report["timings_s"]
-    clouds32, times["extract_float32"] = _timed(lambda: token_embeddings(enc, texts, progress=False), device)
+    clouds32, times["extract_float32"] = _timed(lambda: token_embeddings(enc, texts, progress=False, cache=False),
+                                                device)
     ref, times["pairs_cpu_default"] = _timed(lambda: socm_pairs(clouds32, device="cpu", progress=False),
                                              torch.device("cpu"))
 
     if device.type == "cuda":
         clouds16, times["extract_float16"] = _timed(
-            lambda: token_embeddings(enc, texts, half=True, progress=False), device)
+            lambda: token_embeddings(enc, texts, half=True, progress=False, cache=False), device)
         (m32, c32), (m16, c16) = _statistics(clouds32), _statistics(clouds16)
         socm16 = socm_pairs(clouds16, device="cpu", progress=False).socm
         diffs = {"mean_max_abs": float(np.max(np.abs(m16 - m32))),

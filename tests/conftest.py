@@ -31,8 +31,11 @@ def standin_hub(standin_cache, monkeypatch):
     for name, value in (("TRANSFORMERS_CACHE", standin_cache["HF_HUB_CACHE"]), ("_is_offline_mode", True)):
         if hasattr(transformers_hub, name):
             monkeypatch.setattr(transformers_hub, name, value)
-    widgets.cached_encoder.cache_clear()
-    widgets._cached_clouds.cache_clear()
+    from socm_lib import load_encoder, token_embeddings
+
+    caches = (widgets.cached_encoder, load_encoder, token_embeddings)
+    for cached in caches:  # what another test loaded under the same name must not answer this one
+        cached.cache_clear()
     yield standin_cache
-    widgets.cached_encoder.cache_clear()
-    widgets._cached_clouds.cache_clear()
+    for cached in caches:
+        cached.cache_clear()

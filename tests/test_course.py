@@ -151,3 +151,56 @@ def test_every_numeric_task_states_its_precision(task):
     nb = read(next(p for p in NOTEBOOKS if p.stem.startswith(task.id[:4])))
     statements = [c.source for c in lab_cells(nb) if c.cell_type == "markdown"]
     assert any(f"*Precision:* {task.precision}" in s for s in statements), f"{task.id}: precision not stated"
+
+
+#: The checks whose expected value needs token clouds, with the notebook's cells (by id) that the student runs
+#: before the check (parameters, imports, the extraction, the solution) and parameters made smaller where the
+#: task does not depend on them.
+_SHARED = {
+    "nb02.2": ("nb02_properties", ["ffe4bb34", "7c926964", "3096cc0d", "f63528c2", "8767b786"], {"N_TEXTS": 6}),
+    "nb07.1": ("nb07_downstream", ["124c1137", "8fc085a3", "123d9aad", "a2817d4b"], {"ENCODERS": ["all-minilm-l6"]}),
+    "nb07.2": ("nb07_downstream", ["124c1137", "8fc085a3", "123d9aad", "75f90bdd"], {"ENCODERS": ["all-minilm-l6"]}),
+    "nb10.2": ("nb10_paper_route", ["04f8f214", "6d287066", "141d2d82", "2f9ea3e1"], {"N_SYNTH": 2}),
+}
+
+
+@pytest.mark.parametrize("task_id", sorted(_SHARED))
+def test_a_check_after_its_notebook_runs_no_load_and_no_forward_pass(task_id, monkeypatch, capsys):
+    """The task's own computation goes through the library's caches, which the notebook's calls have filled."""
+    from socm_lib import encoders, extract
+    from socm_lib.course import nb07
+
+    stem, cell_ids, smaller = _SHARED[task_id]
+    nb = read(next(p for p in NOTEBOOKS if p.stem == stem))
+    cells = {c.get("id"): c.source for c in nb.cells if c.cell_type == "code"}
+    namespace = {}
+    for k, cell_id in enumerate(cell_ids):
+        exec(compile(cells[cell_id], f"{stem}:{cell_id}", "exec"), namespace)
+        if k == 0:
+            namespace.update(smaller)
+    work = {"loads": 0, "extractions": 0}
+
+    def counted(what, real):
+        def call(*args, **kwargs):
+            work[what] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(encoders, "_load", counted("loads", encoders._load))
+    monkeypatch.setattr(extract, "_extract", counted("extractions", extract._extract))
+    course.expected_value.cache_clear()
+    nb07._frame.cache_clear()
+    assert course.verdict(task_id, namespace["answer"]).status == "right"
+    assert work == {"loads": 0, "extractions": 0}
+    if task_id.startswith("nb07"):  # the labelled pairs are costly to extract again; the other tasks show the rest
+        course.expected_value.cache_clear()
+        return
+    # the same computation with the caches emptied does load and extract: the counters can fail
+    course.expected_value.cache_clear()
+    nb07._frame.cache_clear()
+    encoders.load_encoder.cache_clear()
+    extract.token_embeddings.cache_clear()
+    course.expected_value(task_id)
+    assert work["loads"] >= 1 and work["extractions"] >= 1
+    course.expected_value.cache_clear()
+    capsys.readouterr()

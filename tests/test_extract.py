@@ -138,9 +138,11 @@ def test_max_length_truncates(encoder, texts):
 
 @pytest.fixture(scope="module")
 def untrained_pair():
-    return socm_lib.load_encoder("untrained-minilm-l6", device="cpu"), socm_lib.load_encoder(
-        "untrained-minilm-l6", device="cpu"
-    )
+    first = socm_lib.load_encoder("untrained-minilm-l6", device="cpu")
+    socm_lib.load_encoder.cache_clear()  # a second, independent load (not the cached model)
+    second = socm_lib.load_encoder("untrained-minilm-l6", device="cpu")
+    assert second.model is not first.model
+    return first, second
 
 
 def test_untrained_control_is_deterministic_and_differs(untrained_pair, encoder, texts, clouds):
@@ -162,3 +164,145 @@ def test_untrained_control_is_deterministic_and_differs(untrained_pair, encoder,
     w_r = dict(encoder.model.named_parameters())
     name = "encoder.layer.0.attention.self.query.weight"
     assert not torch.allclose(w_u[name], w_r[name])
+
+
+# ----------------------------------------------------------------------------------------------- the cache of clouds
+
+
+class _Passes:
+    """Counts the forward passes of a model (a forward hook), to tell a cached answer from a computed one."""
+
+    def __init__(self, model):
+        self.count = 0
+        self.handle = model.register_forward_hook(self._seen)
+
+    def _seen(self, module, args, output):
+        self.count += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+
+
+def test_an_identical_call_is_answered_by_the_cache_with_the_computed_arrays(encoder, texts):
+    fresh = socm_lib.token_embeddings(encoder, texts, layer=[3, -1], cache=False)  # the slow reference
+    with _Passes(encoder.model) as passes:
+        first = socm_lib.token_embeddings(encoder, texts, layer=[3, -1], progress=False)
+        computed = passes.count
+        again = socm_lib.token_embeddings(socm_lib.load_encoder("all-minilm-l6", device="cpu"), texts, layer=-1)
+        layer3 = socm_lib.token_embeddings(encoder, texts, layer=3, progress=True)
+        assert computed > 0 and passes.count == computed  # both later calls ran no forward pass
+    for k in (3, encoder.num_layers):
+        assert all(np.array_equal(a, b) for a, b in zip(first[k], fresh[k]))
+    assert all(np.array_equal(a, b) for a, b in zip(again, fresh[encoder.num_layers]))
+    assert all(np.array_equal(a, b) for a, b in zip(layer3, fresh[3]))
+
+
+def test_cached_clouds_are_copies_no_caller_can_alter(encoder, texts):
+    one = socm_lib.token_embeddings(encoder, texts[:5])
+    reference = [c.copy() for c in one]
+    one[0][:] = 0.0
+    two = socm_lib.token_embeddings(encoder, texts[:5])
+    assert all(np.array_equal(a, b) for a, b in zip(two, reference))
+    assert two[0] is not one[0] and two[0].flags.writeable
+
+
+@pytest.mark.parametrize("change", [
+    dict(special_tokens=False), dict(batch_size=2), dict(max_length=12), dict(prefix="query: "), dict(layer=2),
+    dict(texts="reordered"), dict(texts="one fewer"),
+])
+def test_different_options_miss(encoder, texts, change):
+    base = dict(layer=-1, special_tokens=True, batch_size=64, max_length=None, prefix=None)
+    socm_lib.token_embeddings(encoder, texts[:6], **base)
+    args = {**base, **{k: v for k, v in change.items() if k != "texts"}}
+    asked = {"reordered": texts[:6][::-1], "one fewer": texts[1:6]}.get(change.get("texts"), texts[:6])
+    with _Passes(encoder.model) as passes:
+        socm_lib.token_embeddings(encoder, asked, **args)
+        assert passes.count > 0
+
+
+def test_two_encoders_never_share_an_entry(encoder, texts, untrained_pair):
+    untrained = untrained_pair[0]
+    real = socm_lib.token_embeddings(encoder, texts[:4])
+    with _Passes(untrained.model) as passes:
+        control = socm_lib.token_embeddings(untrained, texts[:4])
+        assert passes.count > 0
+    assert all(np.max(np.abs(a - b)) > 0.1 for a, b in zip(real, control))
+    # two separate loads of the same weights are two encoders as well
+    socm_lib.load_encoder.cache_clear()
+    other = socm_lib.load_encoder("all-minilm-l6", device="cpu")
+    assert other.model is not encoder.model
+    with _Passes(other.model) as passes:
+        socm_lib.token_embeddings(other, texts[:4])
+        assert passes.count > 0
+
+
+def test_an_in_place_change_of_the_model_misses(texts):
+    socm_lib.load_encoder.cache_clear()
+    enc = socm_lib.load_encoder("all-minilm-l6", device="cpu")  # a private copy: this test changes its weights
+    socm_lib.load_encoder.cache_clear()
+    before = socm_lib.token_embeddings(enc, texts[:3])
+    with torch.no_grad():
+        enc.model.embeddings.word_embeddings.weight.mul_(2.0)  # torch raises the parameter's version counter
+    with _Passes(enc.model) as passes:
+        after = socm_lib.token_embeddings(enc, texts[:3])
+        assert passes.count > 0
+    assert all(np.max(np.abs(a - b)) > 1e-3 for a, b in zip(before, after))
+    enc.model.train()  # dropout on: the training flag is part of the key
+    with _Passes(enc.model) as passes:
+        socm_lib.token_embeddings(enc, texts[:3])
+        assert passes.count > 0
+
+
+def test_cache_clear_and_no_cache():
+    socm_lib.load_encoder.cache_clear()
+    enc = socm_lib.load_encoder("all-minilm-l6", device="cpu")
+    texts = ["A first text.", "A second, longer text than the first."]
+    socm_lib.token_embeddings(enc, texts)
+    with _Passes(enc.model) as passes:
+        socm_lib.token_embeddings(enc, texts, cache=False)  # computes, and stores nothing
+        socm_lib.token_embeddings.cache_clear()
+        assert socm_lib.token_embeddings.cache_info().currsize == 0
+        socm_lib.token_embeddings(enc, texts)
+        socm_lib.token_embeddings(enc, texts)
+        assert passes.count == 2
+    info = socm_lib.token_embeddings.cache_info()
+    assert (info.hits, info.misses, info.currsize) == (1, 1, 1)
+
+
+def test_the_truncation_warning_is_repeated_by_a_cached_answer(encoder, texts):
+    long = max(texts, key=len)
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="1 of 1 texts are longer than max_length = 8"):
+            socm_lib.token_embeddings(encoder, [long], max_length=8)
+
+
+def test_entries_of_a_freed_model_are_dropped(texts):
+    import gc
+
+    from socm_lib import extract
+
+    socm_lib.load_encoder.cache_clear()
+    enc = socm_lib.load_encoder("untrained-minilm-l6", device="cpu")
+    socm_lib.load_encoder.cache_clear()
+    socm_lib.token_embeddings.cache_clear()
+    socm_lib.token_embeddings(enc, texts[:2])
+    assert socm_lib.token_embeddings.cache_info().currsize == 1
+    del enc
+    gc.collect()
+    extract._CLOUDS.put("another", (lambda: 1, lambda: 1, [], 0))  # storing drops entries whose model is gone
+    assert socm_lib.token_embeddings.cache_info().currsize == 1 and extract._CLOUDS.get("another") is not None
+
+
+def test_a_result_too_large_to_store_is_computed_every_time(encoder, monkeypatch):
+    from socm_lib import extract
+
+    monkeypatch.setattr(extract._CLOUDS, "maxbytes", 1)
+    texts = ["Too large for a one-byte cache.", "So is this one."]
+    with _Passes(encoder.model) as passes:
+        first = socm_lib.token_embeddings(encoder, texts)
+        second = socm_lib.token_embeddings(encoder, texts)
+        assert passes.count == 2
+    assert all(np.array_equal(a, b) for a, b in zip(first, second))

@@ -272,3 +272,18 @@ def test_comparator_colab_path_renders_without_error(monkeypatch, capsys):
     assert w.last_pair != before and w.last_error is None
     w.encoder_a.value = "bert"
     assert "bert" in w.last_error
+
+
+def test_comparing_the_same_texts_again_runs_no_forward_pass(texts):
+    widgets.compare("untrained-minilm-l6", "all-minilm-l6", texts)
+    passes = []
+    hooks = [widgets.cached_encoder(name).model.register_forward_hook(lambda *a: passes.append(1))
+             for name in ("untrained-minilm-l6", "all-minilm-l6")]
+    try:
+        widgets.compare("all-minilm-l6", "untrained-minilm-l6", texts)  # the encoders swapped, the same texts
+        assert passes == []
+        widgets.compare("all-minilm-l6", "untrained-minilm-l6", texts[:-1])
+        assert passes  # other texts are extracted: the hook does count
+    finally:
+        for hook in hooks:
+            hook.remove()

@@ -10,8 +10,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "book" / "teaching.ipynb"
 SOURCE = "\n".join("".join(c["source"]) for c in json.loads(PAGE.read_text(encoding="utf-8"))["cells"])
-LABELS = {p.stem: re.findall(r"````\{exercise\}[^\n]*\n:label: (\S+)", p.read_text(encoding="utf-8"))
-          for p in sorted((ROOT / "book").glob("ch*.md"))}
+EXERCISE = re.compile(r"````\{exercise\}([^\n]*)\n:label: (\S+)\n(.*?)````", re.S)
+EXERCISES = {p.stem: EXERCISE.findall(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "book").glob("ch*.md"))}
+LABELS = {chapter: [label for _, label, _ in found] for chapter, found in EXERCISES.items()}
+#: Proof exercises: a "-proof-" label, a title "Proof exercise: ...", or a statement that asks to "Prove" something.
+PROOFS = [label for found in EXERCISES.values() for title, label, body in found
+          if "-proof-" in label or title.strip().startswith("Proof exercise") or re.search(r"\bProve\b", body)]
+KEY = ROOT / "instructor" / "rubrics.md"
 
 
 def _rubric_rows():
@@ -30,16 +35,46 @@ def test_every_exercise_is_assigned_by_label():
 
 def test_rubrics_for_proofs_and_open_tasks():
     rows = _rubric_rows()
-    proofs = [label for labels in LABELS.values() for label in labels if "-proof-" in label]
-    for label in proofs:
+    assert len(PROOFS) >= 8 and "ex-ch06b-2" in PROOFS, "fewer proof exercises than the book has"
+    key = KEY.read_text(encoding="utf-8")
+    for label in PROOFS:
         row = [r for r in rows if f"{{ref}}`{label}`" in r]
         assert len(row) == 1, f"no rubric row for {label}"
-        assert sum(map(int, re.findall(r"(\d+): ", row[0]))) == 10, f"{label}: points do not add up to 10"
+        points = list(map(int, re.findall(r"(\d+): ", row[0])))
+        assert sum(points) == 10, f"{label}: points do not add up to 10"
+        # the marking key splits the same points, in the same order
+        split = re.search(rf"\*\*{re.escape(label)}\*\* \(([\d + ]+)\)", key)
+        assert split, f"{label} has no entry in instructor/rubrics.md"
+        assert list(map(int, split.group(1).split("+"))) == points, f"{label}: the marking key splits other points"
     notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("nb*.ipynb"))
     for stem in notebooks:
         row = [r for r in rows if f"open task of {{doc}}`../notebooks/{stem}`" in r]
         assert len(row) == 1, f"no rubric row for the open task of {stem}"
         assert sum(map(int, re.findall(r"(\d+): ", row[0]))) == 10, f"{stem}: points do not add up to 10"
+
+
+def _minutes(text: str) -> int:
+    hours = re.search(r"(\d+) h", text)
+    minutes = re.search(r"(\d+) min", text)
+    return 60 * int(hours.group(1) if hours else 0) + int(minutes.group(1) if minutes else 0)
+
+
+def test_homework_times_follow_the_stated_estimate():
+    """20 min per computational exercise, 45 per proof exercise, 30 per open lab task, as the page says."""
+    assert "estimates, not measurements" in SOURCE and "20 minutes per computational exercise, 45 per proof" in SOURCE
+    table = SOURCE.split("## Sessions", 1)[1].split("## How long", 1)[0]
+    sessions = [row.split(" | ") for row in table.splitlines() if re.match(r"\| \d\. ", row)]
+    assert len(sessions) >= 7
+    for row in sessions:
+        homework, time = row[3], row[4]
+        if "homework" not in time:
+            continue  # the project session has one overall time
+        labels = re.findall(r"\{ref\}`(ex-[^`]+)`", homework)
+        proofs = sum(label in PROOFS for label in labels)
+        open_tasks = 1 if "open task" in homework else 0
+        expected = 20 * (len(labels) - proofs) + 45 * proofs + 30 * open_tasks
+        stated = _minutes(time.split("homework", 1)[1])
+        assert stated == expected, f"session {row[0]}: homework stated {stated} min, the estimate gives {expected}"
 
 
 def test_student_and_machine_times():
@@ -54,7 +89,7 @@ def test_student_and_machine_times():
 def test_claims_the_chapters_support():
     assert "open questions at the end" not in SOURCE, "no chapter ends with open questions"
     for chapter, labels in LABELS.items():
-        if not any("-proof-" in label for label in labels):
+        if not set(labels) & set(PROOFS):
             assert "no proof exercise" in SOURCE, f"{chapter} has no proof exercise: the page must not claim one"
     assert "make venv" in SOURCE and "CUDA" in SOURCE and "for practice" in SOURCE and "otter run" in SOURCE
 

@@ -15,7 +15,9 @@ judgement as an object, for tests. ``check`` is for practice; graded work goes t
 tests call :func:`grade`.
 
 The form of an answer is judged first, so a malformed answer costs no computation; the expected value is then
-computed once per process (:func:`expected_value` is cached) with progress bars off. An answer is read as students
+computed once per process (:func:`expected_value` is cached) with progress bars off. A task's computation calls
+the library as its notebook does (same encoder, device, texts and options), so after the notebook has run, the
+library's caches of loaded encoders and token clouds (:mod:`socm_lib.memo`) spare it every load and forward pass. An answer is read as students
 hold numbers: Python and numpy scalars, 0-d and one-element numpy arrays and torch tensors.
 
 Kinds of answer (``Task.kind``):

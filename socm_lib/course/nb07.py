@@ -1,7 +1,9 @@
 r"""Tasks of notebook 7 (SOCM and downstream quality): the labelled pairs under all-MiniLM-L6-v2.
 
-Each ``expected`` recomputes its answer from scratch: it loads the offline encoder and scores the embedded
-labelled pairs with :func:`socm_lib.downstream.labelled_frame`, independently of the notebook's variables.
+Each ``expected`` recomputes its answer through the library: it loads the offline encoder and scores the embedded
+labelled pairs with :func:`socm_lib.downstream.labelled_frame`, independently of the notebook's variables. Its calls
+are the notebook's own (same encoder, device, texts and options), so the library's caches of
+:func:`~socm_lib.load_encoder` and :func:`~socm_lib.token_embeddings` answer them once the notebook has run.
 """
 
 from __future__ import annotations

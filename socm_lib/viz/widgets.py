@@ -2,8 +2,9 @@
 
 All computing happens in :func:`compare`, which a notebook's static twin calls directly with the
 widget's default settings; the :class:`Comparator` widget only reads its controls, calls
-:func:`compare`, and displays the result. Encoders and token embeddings are cached, so moving the
-pair picker or switching back to an encoder already used costs no new forward pass.
+:func:`compare`, and displays the result. Encoders are cached here by name and token embeddings by the library
+(:func:`socm_lib.token_embeddings`), so moving the pair picker or switching back to an encoder already used costs
+no new forward pass.
 
 An encoder that cannot be loaded here (no network, or code from its model repository that must be
 trusted explicitly) does not break the widget: its Output shows which model failed, why, and how to
@@ -100,20 +101,16 @@ def cached_encoder(name: str) -> Encoder:
     return load_encoder(name)
 
 
-@functools.lru_cache(maxsize=16)
-def _cached_clouds(name: str, texts: tuple[str, ...]) -> tuple:
-    return tuple(token_embeddings(cached_encoder(name), list(texts)))
-
-
 def _clouds(encoder, texts: list[str]) -> list[np.ndarray]:
+    """The clouds of ``texts``; token_embeddings keeps them, so going back to a pair or an encoder is free."""
     if isinstance(encoder, Encoder):
         return token_embeddings(encoder, texts)
     try:
-        cached_encoder(encoder)
+        loaded = cached_encoder(encoder)
     except (ModelUnavailableError, ValueError) as exc:
         exc.encoder_name = encoder  # lets the widget say which of the two encoders failed
         raise
-    return list(_cached_clouds(encoder, tuple(texts)))
+    return token_embeddings(loaded, texts)
 
 
 def unavailable_message(name: str, exc: BaseException) -> str:
