@@ -6,6 +6,11 @@ A last row streams the largest all-pairs point (3,000 texts, 4.5 million pairs) 
 
     python benchmarks/bench_scaling.py            # full run (N up to 3,000 texts: about 4.5 million pairs)
     python benchmarks/bench_scaling.py --quick    # smoke run (small sizes)
+    python benchmarks/bench_scaling.py --point 3000   # only N = 3,000 texts (d = 384), both routes
+
+``--point N`` measures socm_pairs and socm_summary on all pairs of N texts (d = 384) alone, each in a
+fresh process as in the full run, prints their time and peak memory and writes
+``benchmarks/results/scaling_point.json`` (with ``--quick``, into a temporary folder).
 
 Every pair of N synthetic texts (5 to 60 tokens, ``common.synthetic_clouds``, seed 0; the first
 N texts are the same at every N) is measured in a fresh process: a warm-up on a small problem,
@@ -90,18 +95,41 @@ def reusable_point(path: str, quick: bool) -> dict | None:
             "source": f"metric.json of {metric['date']} (same clouds and method)"}
 
 
+def single_point(n_texts: int, quick: bool, record: dict, t0: float) -> int:
+    """``--point N``: both routes on all pairs of ``n_texts`` texts at the texts sweep's d, one fresh process each."""
+    if n_texts < 2:
+        raise SystemExit(f"--point needs at least 2 texts, got {n_texts}.")
+    d = SWEEPS[quick]["texts"]["fixed"]
+    pairs = n_texts * (n_texts - 1) // 2
+    record["point"] = {}
+    for route in ("socm_pairs", "socm_summary"):
+        print(f"  N = {n_texts:,} texts, d = {d}: {pairs:,} pairs with {route} ...", flush=True)
+        row = common.run_isolated("bench_scaling", "point_worker", n_texts=n_texts, d=d,
+                                  repeats=repeats(pairs, quick), route=route)
+        record["point"][route] = row
+        print(f"{route}, {n_texts:,} texts ({pairs:,} pairs): {row['median_s']:.2f} s, peak {row['peak_mib']:.0f} MiB",
+              flush=True)
+    path = common.finish(record, "scaling_point", t0)
+    print(f"wrote {path} ({record['script_seconds']} s)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
     parser.add_argument("--reuse-metric", metavar="JSON", help="take the point N = 1,000, d = 384 from this "
                         "metric.json (same clouds, measured the same way) instead of measuring it again")
+    parser.add_argument("--point", type=int, metavar="N", help="measure only all pairs of N texts (d = 384) with "
+                        "socm_pairs and socm_summary, print time and peak memory, write results/scaling_point.json")
     args, record, t0 = common.start(__file__, parser, argv)
-    reused = reusable_point(args.reuse_metric, args.quick) if args.reuse_metric else None
-    from socm_lib.viz import benchmarking
-
     record["settings"] = {"seed": SEED, "clouds": "synthetic, 5 to 60 tokens, float32 (benchmarks/common.py)",
                           "timing": f"median of 3 runs after a warm-up; 1 run from {LONG_PAIRS:,} pairs up",
                           "memory": "peak RSS of the first run above the RSS before it, fresh process per point"}
+    if args.point is not None:
+        return single_point(args.point, args.quick, record, t0)
+    reused = reusable_point(args.reuse_metric, args.quick) if args.reuse_metric else None
+    from socm_lib.viz import benchmarking
+
     for sweep, spec in SWEEPS[args.quick].items():
         points = []
         for v in spec["values"]:

@@ -12,11 +12,13 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-def as_cloud(x, name: str = "cloud") -> torch.Tensor:
+def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
     """Return a token cloud ``X`` (shape ``(n, d)``) as a float64 CPU tensor.
 
     Accepts a numpy array or a torch tensor of real numbers; rejects anything
-    that is not two-dimensional, empty, complex or not finite.
+    that is not two-dimensional, empty, complex or not finite. With ``compact=True`` a float32 or
+    float64 cloud keeps its dtype (a CPU array or tensor is then not copied) and float16 / bfloat16
+    become float32, which holds them exactly; other dtypes become float64 as before.
     """
     if isinstance(x, np.ndarray):
         if np.iscomplexobj(x):
@@ -42,7 +44,8 @@ def as_cloud(x, name: str = "cloud") -> torch.Tensor:
         raise ValueError(f"{name} has shape {tuple(t.shape)}; a token cloud must be 2-D (n_tokens, d).{hint}")
     if t.shape[0] == 0 or t.shape[1] == 0:
         raise ValueError(f"{name} has shape {tuple(t.shape)}; it needs at least one token and one dimension.")
-    t = t.to(device="cpu", dtype=torch.float64)
+    keep = {torch.float32: torch.float32, torch.float16: torch.float32, torch.bfloat16: torch.float32}
+    t = t.to(device="cpu", dtype=keep.get(t.dtype, torch.float64) if compact else torch.float64)
     if not bool(torch.isfinite(t).all()):
         bad = int((~torch.isfinite(t)).any(dim=1).nonzero()[0, 0])
         raise ValueError(
@@ -52,8 +55,8 @@ def as_cloud(x, name: str = "cloud") -> torch.Tensor:
     return t
 
 
-def as_clouds(clouds, name: str = "clouds") -> list[torch.Tensor]:
-    """Validate a list of token clouds that share the embedding dimension ``d``."""
+def as_clouds(clouds, name: str = "clouds", compact: bool = False) -> list[torch.Tensor]:
+    """Validate a list of token clouds that share the embedding dimension ``d`` (``compact``: as for :func:`as_cloud`)."""
     if isinstance(clouds, (np.ndarray, torch.Tensor)):
         raise TypeError(
             f"{name} is a single {type(clouds).__name__} of shape {tuple(clouds.shape)}; pass a list of "
@@ -65,7 +68,7 @@ def as_clouds(clouds, name: str = "clouds") -> list[torch.Tensor]:
         raise TypeError(f"{name} must be a list of (n_i, d) arrays, got {type(clouds).__name__}.")
     if len(clouds) == 0:
         raise ValueError(f"{name} is empty; pass at least one token cloud.")
-    out = [as_cloud(c, f"{name}[{k}]") for k, c in enumerate(clouds)]
+    out = [as_cloud(c, f"{name}[{k}]", compact) for k, c in enumerate(clouds)]
     d0 = out[0].shape[1]
     for k, c in enumerate(out):
         if c.shape[1] != d0:

@@ -30,6 +30,11 @@ How the engine is fast and still exact:
 * the work is cut into blocks of bounded size (one product and its SVDs each); on the CPU
   every core takes whole blocks, so the products of one block overlap the SVDs of another
   (on a GPU, the blocks run one after another as batched calls);
+* the clouds stay as they came (float32 from the encoders: validated, never copied to float64);
+  a bucket's float64 Helmert rows, padded, are formed only when a block needs them and kept in a
+  small least-recently-used cache (:data:`FACTOR_CACHE_BYTES`), and the blocks are visited tile by
+  tile (:func:`_visit_key`) so that each bucket is formed a few times, not once per block. The
+  numbers are those of forming every bucket up front, bit for bit; only the memory differs;
 * every block's pairs go to a consumer and are then dropped: :func:`socm_pairs` writes them into
   its result arrays, :func:`socm_lib.socm_summary` folds them into running sums, histograms and
   top-k lists, in memory bounded by the block size.
@@ -50,6 +55,7 @@ import contextlib
 import os
 import sys
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
@@ -71,6 +77,10 @@ SVD_BATCH_ELEMS = SVD_BATCH * 32 * 32
 #: Memory of :func:`socm_pairs`'s results per pair: ``i, j, d_mu, d_sigma, socm`` (40 bytes), the
 #: ``(P, 2)`` index pairs (16) and the temporaries of building them (about 24).
 BYTES_PER_PAIR = 80
+#: Bytes of padded bucket factors (:class:`_Factors`) kept between blocks, least recently used dropped
+#: first; blocks in flight may hold one or two buckets more. The visiting order (:func:`_visit_key`)
+#: works through tiles of buckets of half this size.
+FACTOR_CACHE_BYTES = 1 << 27
 
 
 @dataclass(frozen=True)
@@ -124,8 +134,9 @@ class PairResult:
 
 @dataclass
 class _Bucket:
+    index: int  # position in the engine's list of buckets (shortest texts first)
     members: np.ndarray  # global indices of the texts in this bucket
-    A: torch.Tensor  # (len(members), L, d): each text's Helmert rows of A, zero-padded to L rows
+    rows: int  # L: each text's Helmert rows of A are zero-padded to L rows (:meth:`_Factors.__call__`)
 
 
 def _buckets(lengths: np.ndarray, tolerance: float) -> list[np.ndarray]:
@@ -158,27 +169,103 @@ def _factor(x: torch.Tensor, normalize: bool, name: str) -> tuple[torch.Tensor, 
     return mu * scale, _helmert_rows(x - mu) * (scale / np.sqrt(x.shape[0]))
 
 
-def _prepare(clouds, normalize: bool, tolerance: float, device, dtype):
-    """Normalised means ``m`` (N, d) and traces ``tr Sigma`` (N,) as float64 numpy, and the length buckets.
+def _prepare(clouds, normalize: bool, tolerance: float):
+    """Normalised means ``m`` (N, d) and traces ``tr Sigma`` (N,) as float64 numpy, the length buckets and the
+    validated clouds, each kept in the dtype it came in (:func:`socm_lib.checks.as_clouds` with ``compact=True``).
 
     Each text's ``A`` is stored as its ``n - 1`` Helmert rows (:func:`_helmert_rows`), which have the
-    same Gram matrix ``A^T A = Sigma`` and so the same cross-Gram singular values, at lower cost.
+    same Gram matrix ``A^T A = Sigma`` and so the same cross-Gram singular values, at lower cost; here
+    they are formed one text at a time for the traces and dropped (:class:`_Factors` forms them again,
+    bucket by bucket, when blocks need them).
     """
-    X = as_clouds(clouds)
-    means, traces, rows = [], [], []
+    X = as_clouds(clouds, compact=True)
+    means, traces, row_counts = [], [], []
     for k, x in enumerate(X):
-        m, A = _factor(x, normalize, f"clouds[{k}]")
+        m, A = _factor(x.to(torch.float64), normalize, f"clouds[{k}]")
         means.append(m)
         traces.append(float((A * A).sum()))
-        rows.append(A)
-    row_counts = np.array([max(A.shape[0], 1) for A in rows])  # a one-token text keeps one zero row
-    buckets = []
-    for members in _buckets(row_counts, tolerance):
-        padded = torch.zeros((len(members), int(row_counts[members].max()), X[0].shape[1]), dtype=torch.float64)
-        for r, g in enumerate(members):
-            padded[r, : rows[g].shape[0]] = rows[g]
-        buckets.append(_Bucket(members, padded.to(device=device, dtype=dtype)))
-    return torch.stack(means).numpy(), np.array(traces), buckets
+        row_counts.append(max(A.shape[0], 1))  # a one-token text keeps one zero row
+    row_counts = np.array(row_counts)
+    buckets = [_Bucket(b, members, int(row_counts[members].max()))
+               for b, members in enumerate(_buckets(row_counts, tolerance))]
+    return torch.stack(means).numpy(), np.array(traces), buckets, X
+
+
+class _Factors:
+    """Each bucket's padded factors ``A`` (``(texts, L, d)`` on the engine's device and dtype), formed when asked for.
+
+    A bucket's tensor is formed from the compact clouds exactly as if every bucket were formed up front
+    (float64 :func:`_factor` of each text, zero-padded, then moved to the device and dtype), and kept
+    in a least-recently-used cache of at most ``capacity`` bytes (default :data:`FACTOR_CACHE_BYTES`; the
+    latest always stays). Thread safe: a bucket asked for by two workers at once is formed once.
+    """
+
+    def __init__(self, clouds: list, normalize: bool, device, dtype, capacity: int | None = None):
+        self.clouds, self.normalize, self.device, self.dtype = clouds, normalize, device, dtype
+        self.capacity = FACTOR_CACHE_BYTES if capacity is None else capacity
+        self.d = clouds[0].shape[1]
+        self.itemsize = torch.empty(0, dtype=dtype).element_size()
+        self.formed = 0  # buckets formed so far (one per cache miss)
+        self._cache: OrderedDict[int, torch.Tensor] = OrderedDict()
+        self._lock = threading.Lock()
+        self._forming: dict[int, threading.Lock] = {}
+
+    def nbytes(self, bucket: _Bucket) -> int:
+        """Bytes of ``bucket``'s padded tensor."""
+        return len(bucket.members) * bucket.rows * self.d * self.itemsize
+
+    def __call__(self, bucket: _Bucket) -> torch.Tensor:
+        with self._lock:
+            if bucket.index in self._cache:
+                self._cache.move_to_end(bucket.index)
+                return self._cache[bucket.index]
+            forming = self._forming.setdefault(bucket.index, threading.Lock())
+        with forming:
+            with self._lock:
+                if bucket.index in self._cache:
+                    self._cache.move_to_end(bucket.index)
+                    return self._cache[bucket.index]
+            A = self._form(bucket)
+            with self._lock:
+                self._cache[bucket.index] = A
+                self.formed += 1
+                size = sum(t.numel() for t in self._cache.values()) * self.itemsize
+                while size > self.capacity and len(self._cache) > 1:
+                    size -= self._cache.popitem(last=False)[1].numel() * self.itemsize
+        return A
+
+    def _form(self, bucket: _Bucket) -> torch.Tensor:
+        padded = torch.zeros((len(bucket.members), bucket.rows, self.d), dtype=torch.float64)
+        for r, g in enumerate(bucket.members):
+            A = _factor(self.clouds[g].to(torch.float64), self.normalize, f"clouds[{g}]")[1]
+            padded[r, : A.shape[0]] = A
+        return padded.to(device=self.device, dtype=self.dtype)
+
+
+def _visit_key(buckets: list[_Bucket], factors: _Factors):
+    """A sort key for bucket pairs ``(a, b)`` that lets :class:`_Factors`' cache serve most blocks.
+
+    The buckets (shortest first) are cut into consecutive tiles of about half the cache; the pairs of
+    tiles ``s <= t`` are visited row by row (``s`` fixed), every other row backwards (so that a backward
+    row starts with the tile the forward one ended on), and within two tiles the buckets of the first are
+    swept for each bucket of the second (so the second's buckets, each used for one sweep, are the ones
+    the cache drops). The same pairs in another order give the same numbers: each pair's result
+    depends only on its own factors.
+    """
+    tile, used, t = [], 0, 0
+    for B in buckets:
+        size = factors.nbytes(B)
+        if used and used + size > factors.capacity // 2:
+            t, used = t + 1, 0
+        tile.append(t)
+        used += size
+
+    def key(a: int, b: int) -> tuple:
+        a, b = min(a, b), max(a, b)
+        s, t = tile[a], tile[b]
+        return s, t if s % 2 == 0 else -t, b, a
+
+    return key
 
 
 def _matmul_t(left: torch.Tensor, right: torch.Tensor, use_torch: bool) -> torch.Tensor:
@@ -236,7 +323,8 @@ def _pair_position(i: np.ndarray, j: np.ndarray, n_texts: int) -> np.ndarray:
     return lo * n_texts - lo * (lo + 1) // 2 + hi - lo - 1
 
 
-def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.ndarray, use_torch: bool):
+def _bucket_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.ndarray,
+                       use_torch: bool):
     """Texts ``r0 : r0 + rows`` of bucket ``Ba`` against the texts of ``Bb``: ``(positions, i, j, nuclear norms, d_mu)`` of their pairs.
 
     One matrix product gives every cross-Gram at once; viewed as ``(rows, texts_b, La, Lb)`` it goes
@@ -244,7 +332,7 @@ def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.n
     starts at text ``r0`` of ``Bb`` and the SVD takes only the slots above the diagonal.
     """
     first = r0 if Ba is Bb else 0
-    left, right = Ba.A[r0 : r0 + rows], Bb.A[first:]
+    left, right = factors(Ba)[r0 : r0 + rows], factors(Bb)[first:]
     ca, La, d = left.shape
     nb, Lb, _ = right.shape
     G = _matmul_t(left.reshape(ca * La, d), right.reshape(nb * Lb, d), use_torch)
@@ -263,36 +351,38 @@ def _bucket_pair_block(Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.n
     return _pair_position(i, j, len(means)), i, j, nuclear, d_mu
 
 
-def _all_pair_blocks(buckets: list[_Bucket], means: np.ndarray, block_elems: int, use_torch: bool) -> list:
-    """Every pair ``i < j`` as blocks of :func:`_bucket_pair_block`, each with at most ~``block_elems`` cross-Gram entries."""
-    blocks = []
+def _all_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.ndarray, block_elems: int,
+                     use_torch: bool) -> list:
+    """Every pair ``i < j`` as blocks of :func:`_bucket_pair_block`, each with at most ~``block_elems`` cross-Gram
+    entries, in the order of :func:`_visit_key`."""
+    blocks, key, d = [], _visit_key(buckets, factors), factors.d
     for a, Ba in enumerate(buckets):
         for Bb in buckets[a:]:
-            na, La, d = Ba.A.shape
-            nb, Lb, _ = Bb.A.shape
+            na, La, nb, Lb = len(Ba.members), Ba.rows, len(Bb.members), Bb.rows
             rows = max(1, block_elems // (La * nb * Lb))
             for r0 in range(0, na, rows):
-                partners = nb - r0 if Ba is Bb else nb
-                cost = min(rows, na - r0) * partners * La * Lb * (d + min(La, Lb))  # GEMM + SVD flops, roughly
-                blocks.append((cost, partial(_bucket_pair_block, Ba, Bb, r0, rows, means, use_torch)))
+                blocks.append((key(Ba.index, Bb.index),
+                               partial(_bucket_pair_block, factors, Ba, Bb, r0, rows, means, use_torch)))
     return blocks
 
 
-def _listed_pair_block(Ba: _Bucket, Bb: _Bucket, positions, pairs, slot_of, means, use_torch: bool):
+def _listed_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, positions, pairs, slot_of, means,
+                       use_torch: bool):
     """Pairs ``pairs[positions]`` (texts of ``Ba`` with texts of ``Bb``): ``(positions, i, j, nuclear norms, d_mu)``.
 
     One batched product of the pairs' factors, then the SVDs; ``slot_of`` maps a text to its row in its bucket.
     """
     gi, gj = pairs[positions, 0], pairs[positions, 1]
-    left = Ba.A[torch.from_numpy(slot_of[gi]).to(Ba.A.device)]
-    right = Bb.A[torch.from_numpy(slot_of[gj]).to(Bb.A.device)]
+    left = factors(Ba)[torch.from_numpy(slot_of[gi]).to(factors.device)]
+    right = factors(Bb)[torch.from_numpy(slot_of[gj]).to(factors.device)]
     nuclear = _nuclear_norms(_matmul_t(left, right, use_torch), use_torch)
     return positions, gi, gj, nuclear, _mean_distances(means[gi], means[gj])
 
 
-def _listed_pair_blocks(buckets: list[_Bucket], means: np.ndarray, pairs: np.ndarray, block_elems: int,
-                        use_torch: bool) -> list:
-    """The given pairs as blocks of :func:`_listed_pair_block`, grouped by bucket pair so padding stays small."""
+def _listed_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.ndarray, pairs: np.ndarray,
+                        block_elems: int, use_torch: bool) -> list:
+    """The given pairs as blocks of :func:`_listed_pair_block`, grouped by bucket pair so padding stays small, in
+    the order of :func:`_visit_key`."""
     bucket_of = np.empty(len(means), dtype=np.int64)
     slot_of = np.empty(len(means), dtype=np.int64)
     for b, B in enumerate(buckets):
@@ -301,17 +391,15 @@ def _listed_pair_blocks(buckets: list[_Bucket], means: np.ndarray, pairs: np.nda
     bi, bj = bucket_of[pairs[:, 0]], bucket_of[pairs[:, 1]]
     order = np.lexsort((bj, bi))
     boundaries = np.flatnonzero(np.diff(bi[order]) | np.diff(bj[order])) + 1
-    blocks = []
+    blocks, key, d = [], _visit_key(buckets, factors), factors.d
     for group in np.split(order, boundaries):
         Ba, Bb = buckets[bi[group[0]]], buckets[bj[group[0]]]
-        La, d = Ba.A.shape[1:]
-        Lb = Bb.A.shape[1]
+        La, Lb = Ba.rows, Bb.rows
         step = max(1, block_elems // max(La * Lb, (La + Lb) * d // 4))
         for k0 in range(0, len(group), step):
             idx = group[k0 : k0 + step]
-            cost = len(idx) * La * Lb * (d + min(La, Lb))
-            block = partial(_listed_pair_block, Ba, Bb, idx, pairs, slot_of, means, use_torch)
-            blocks.append((cost, block))
+            block = partial(_listed_pair_block, factors, Ba, Bb, idx, pairs, slot_of, means, use_torch)
+            blocks.append((key(Ba.index, Bb.index), block))
     return blocks
 
 
@@ -340,6 +428,7 @@ class _Engine:
     means: np.ndarray  # (N, d) normalised means, float64
     traces: np.ndarray  # (N,) tr Sigma, float64
     buckets: list[_Bucket]
+    factors: _Factors  # the buckets' padded factors, formed when a block needs them
     device: torch.device
     use_torch: bool  # the batched-torch path (every GPU run; on the CPU when backend="torch")
 
@@ -360,8 +449,8 @@ def _engine(clouds, *, normalize: bool, device, dtype, backend: str, bucket_tole
         raise ValueError(f"backend='numpy' runs on the CPU only, but device is {str(device)!r}; "
                          "use backend='auto' or 'torch' there.")
     use_torch = backend == "torch" or device.type != "cpu"
-    means, traces, buckets = _prepare(clouds, normalize, bucket_tolerance, device, dtype)
-    return _Engine(means, traces, buckets, device, use_torch)
+    means, traces, buckets, compact = _prepare(clouds, normalize, bucket_tolerance)
+    return _Engine(means, traces, buckets, _Factors(compact, normalize, device, dtype), device, use_torch)
 
 
 def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, consume, bar) -> None:
@@ -371,16 +460,17 @@ def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, con
     them in ``pairs``, or in the order of :func:`all_pairs`); calls never overlap, and nothing of a
     block is kept once it returns, so memory is bounded by the block size, not by the number of pairs.
 
-    On the numpy path the blocks run in one thread per core, largest first, each with a
+    On the numpy path the blocks run in one thread per core, in the order of :func:`_visit_key`, each with a
     single-threaded BLAS: numpy's matrix products and LAPACK calls release the GIL, so while one core
     multiplies, another takes SVDs, and no core waits for a shared step to finish. On the torch path
     (every GPU run) the blocks run one after another, each as batched calls.
     """
     if pairs is None:
-        blocks = _all_pair_blocks(engine.buckets, engine.means, block_elems, engine.use_torch)
+        blocks = _all_pair_blocks(engine.buckets, engine.factors, engine.means, block_elems, engine.use_torch)
     else:
-        blocks = _listed_pair_blocks(engine.buckets, engine.means, pairs, block_elems, engine.use_torch)
-    blocks = [block for _, block in sorted(blocks, key=lambda item: -item[0])]
+        blocks = _listed_pair_blocks(engine.buckets, engine.factors, engine.means, pairs, block_elems,
+                                     engine.use_torch)
+    blocks = [block for _, block in sorted(blocks, key=lambda item: item[0])]  # stable: a pair's blocks in turn
     lock = threading.Lock()
     traces = engine.traces
 
@@ -487,11 +577,12 @@ def available_memory() -> int | None:
 
 
 def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:
-    """Bytes :func:`socm_pairs` allocates beyond the prepared clouds: :data:`BYTES_PER_PAIR` per pair plus
-    each worker's block buffers (cross-Grams, their SVD copies and the factors: about four times
-    ``block_elems`` entries)."""
-    itemsize = engine.buckets[0].A.element_size()
-    return n_pairs * BYTES_PER_PAIR + engine.threads * 4 * block_elems * max(itemsize, 8)
+    """Bytes :func:`socm_pairs` allocates beyond the prepared clouds: :data:`BYTES_PER_PAIR` per pair, the
+    factor cache (:data:`FACTOR_CACHE_BYTES`, or all buckets if less) plus each worker's block buffers
+    (cross-Grams, their SVD copies and the factors: about four times ``block_elems`` entries)."""
+    factors = engine.factors
+    cache = min(factors.capacity, sum(factors.nbytes(B) for B in engine.buckets))
+    return n_pairs * BYTES_PER_PAIR + cache + engine.threads * 4 * block_elems * max(factors.itemsize, 8)
 
 
 def require_memory(need: int, what: str, advice: str) -> None:
@@ -507,7 +598,7 @@ def _check_memory(n_pairs: int, engine: _Engine, block_elems: int) -> None:
     need, free = memory_estimate(n_pairs, engine, block_elems), available_memory()
     if free is None or need <= free:
         return
-    prepared = sum(B.A.numel() * B.A.element_size() for B in engine.buckets) + engine.means.nbytes
+    prepared = sum(x.numel() * x.element_size() for x in engine.factors.clouds) + engine.means.nbytes
     gib = 2.0**30
     raise InsufficientMemoryError(
         f"socm_pairs would need about {need / gib:.1f} GiB for {n_pairs:,} pairs ({BYTES_PER_PAIR} bytes a pair "

@@ -10,10 +10,19 @@ bytes of each (16 GB at :math:`N = 20{,}000`). :func:`socm_summary` runs the sam
 * the median of SOCM: exact while the pairs number at most ``exact_median_limit`` (their SOCM
   values are kept, 8 bytes a pair), beyond that from a histogram of :data:`MEDIAN_BINS` bins, with
   its error bound (half a bin width) stated next to it;
-* histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over ranges known before the first pair:
-  with :math:`r` the largest norm of a (normalised) mean and :math:`t` the largest
+* histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over ranges fixed before the main pass
+  (values outside a range are counted in its end bins, so the counts add up to the number of pairs):
+  ``range=`` where given, else from a pre-pass over :data:`RANGE_SAMPLE_PAIRS` pairs drawn with a
+  fixed seed (the same pairs on every run, whatever the threads) through the same engine. When
+  there are no more pairs than that, the pre-pass sees them all and a range is their minimum to
+  maximum; otherwise it is the sample's minimum to maximum clamped to Tukey's far-out fences
+  :math:`[Q_1 - 3\,\mathrm{IQR},\ Q_3 + 3\,\mathrm{IQR}]` (so one very spread text, whose pairs a sample
+  may or may not catch, cannot stretch the bins over the whole corpus: its pairs go to the end bin).
+  Either range is widened by :data:`RANGE_MARGIN` of its width on each side and kept within the
+  worst-case bounds: with :math:`r` the largest norm of a (normalised) mean and :math:`t` the largest
   :math:`\operatorname{tr}\Sigma`, :math:`d_\mu \le r^2` and
   :math:`0 \le d_\Sigma \le (\operatorname{tr}\Sigma_i + \operatorname{tr}\Sigma_j)/4 \le t/2`;
+* the median's fine histogram always spans those worst-case bounds, which every pair respects;
 * the ``top_k`` most and least collapsed pairs (ties broken by pair position, like a stable sort).
 
 Memory is bounded by the block size and these fixed-size tallies, not by the number of pairs.
@@ -30,7 +39,7 @@ import torch
 from tqdm import tqdm
 
 from .checks import as_int, as_pair_set, as_progress, show_progress
-from .pairs import PairResult, _engine, _run_blocks
+from .pairs import PairResult, _engine, _run_blocks, all_pairs
 
 #: Bins of the histograms returned by :func:`socm_summary` (one per quantity).
 DEFAULT_BINS = 200
@@ -42,6 +51,14 @@ EXACT_MEDIAN_LIMIT = 1_000_000
 CHUNK_PAIRS = 1 << 20
 
 _FIELDS = ("d_mu", "d_sigma", "socm")
+#: Pairs of the pre-pass that sets the histograms' ranges when ``range`` does not (module docstring) ...
+RANGE_SAMPLE_PAIRS = 4096
+#: ... drawn with this seed, so that every run takes the same pairs.
+RANGE_SEED = 0
+#: Tukey's far-out fences, :math:`Q_1 - k\,\mathrm{IQR}` and :math:`Q_3 + k\,\mathrm{IQR}`: the ``k``.
+RANGE_FENCE = 3.0
+#: Share of a sampled range's width added on each side.
+RANGE_MARGIN = 0.01
 
 
 @dataclass
@@ -177,6 +194,44 @@ def _ranges(means: np.ndarray, traces: np.ndarray) -> dict:
     return {"d_mu": (0.0, r2), "d_sigma": (0.0, d_sigma_hi), "socm": (socm_lo, d_sigma_hi)}
 
 
+def _range_sample(n: int, pairs: np.ndarray | None, n_pairs: int) -> tuple[np.ndarray, bool]:
+    """The pre-pass's ``(S, 2)`` pairs and whether they are all the pairs (at most :data:`RANGE_SAMPLE_PAIRS`).
+
+    Otherwise :data:`RANGE_SAMPLE_PAIRS` pairs drawn uniformly (with replacement, seed :data:`RANGE_SEED`):
+    rows of ``pairs``, or for all pairs ``i`` uniform and ``j`` uniform among the other texts.
+    """
+    if n_pairs <= RANGE_SAMPLE_PAIRS:
+        return (all_pairs(n) if pairs is None else pairs), True
+    rng = np.random.default_rng(RANGE_SEED)
+    if pairs is not None:
+        return pairs[rng.integers(0, len(pairs), RANGE_SAMPLE_PAIRS)], False
+    i = rng.integers(0, n, RANGE_SAMPLE_PAIRS)
+    j = rng.integers(0, n - 1, RANGE_SAMPLE_PAIRS)
+    return np.stack([i, j + (j >= i)], axis=1), False
+
+
+def _sampled_ranges(engine, pairs: np.ndarray | None, n_pairs: int, block_elems: int, bounds: dict) -> dict:
+    """Histogram ranges ``{name: (low, high)}`` from the pre-pass of :func:`_range_sample` (module docstring)."""
+    sample, complete = _range_sample(len(engine.means), pairs, n_pairs)
+    values = {k: np.empty(len(sample)) for k in _FIELDS}
+
+    def keep(positions, i, j, d_mu, d_sigma, socm):
+        values["d_mu"][positions], values["d_sigma"][positions], values["socm"][positions] = d_mu, d_sigma, socm
+
+    with tqdm(total=len(sample), disable=True) as bar:
+        _run_blocks(engine, sample, block_elems, keep, bar)
+    out = {}
+    for k, v in values.items():
+        lo, hi = float(v.min()), float(v.max())
+        if not complete:
+            q1, q3 = np.quantile(v, [0.25, 0.75])
+            lo, hi = max(lo, q1 - RANGE_FENCE * (q3 - q1)), min(hi, q3 + RANGE_FENCE * (q3 - q1))
+        pad = RANGE_MARGIN * (hi - lo)
+        lo, hi = max(lo - pad, bounds[k][0]), min(hi + pad, bounds[k][1])
+        out[k] = (float(lo), float(hi)) if hi > lo else bounds[k]
+    return out
+
+
 def _histogram_ranges(given) -> dict:
     """Validate the ``range=`` of :func:`socm_summary`: ``{name: (low, high)}`` with finite ``low < high``."""
     if given is None:
@@ -243,13 +298,14 @@ def socm_summary(
     clouds, pairs, normalize, device, dtype, backend, bucket_tolerance, block_elems, progress
         As for :func:`socm_lib.socm_pairs`; the pairs are computed by the same engine.
     bins
-        Bins of each histogram (:math:`d_\mu`, :math:`d_\Sigma`, SOCM), over ranges fixed before the
-        first pair (module docstring), or over ``range``.
+        Bins of each histogram (:math:`d_\mu`, :math:`d_\Sigma`, SOCM), over ``range`` or, where it
+        gives none, over a range set by a sampled pre-pass (module docstring).
     range
         ``None``, or ``{name: (low, high)}`` for some of ``"d_mu"``, ``"d_sigma"``, ``"socm"``: that
         histogram's range, as ``numpy.histogram``'s ``range=`` (``low < high``, finite). Values outside it
-        are counted in the end bins, so that the counts still add up to the number of pairs. The
-        median is unaffected (its fine histogram always spans the worst-case bounds).
+        are counted in the end bins, so that the counts still add up to the number of pairs (as they
+        are outside a sampled range). The median is unaffected (its fine histogram always spans the
+        worst-case bounds).
     top_k
         How many of the most and of the least collapsed pairs to keep.
     exact_median_limit
@@ -279,8 +335,9 @@ def socm_summary(
                      bucket_tolerance=bucket_tolerance)
     n = len(engine.means)
     pairs, n_pairs = as_pair_set(pairs, n)
-    bounds = _ranges(engine.means, engine.traces)
-    tally = _Tally(bounds, bins, top_k, exact_median_limit, {**bounds, **_histogram_ranges(range)})
+    bounds, given = _ranges(engine.means, engine.traces), _histogram_ranges(range)
+    sampled = _sampled_ranges(engine, pairs, n_pairs, block_elems, bounds) if set(_FIELDS) - set(given) else {}
+    tally = _Tally(bounds, bins, top_k, exact_median_limit, {**bounds, **sampled, **given})
     show = show_progress(progress, n_pairs)
     with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
         if on_pairs is None:
