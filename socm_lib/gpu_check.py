@@ -24,7 +24,7 @@ import time
 import numpy as np
 import torch
 
-from .checks import as_device
+from .checks import as_device, as_int
 
 #: Largest accepted differences. Float16 keeps about 3 decimal digits; the pair paths all compute in float64.
 THRESHOLDS = {
@@ -72,8 +72,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     from .pairs import socm_pairs
     from .report import device_report
 
-    if not isinstance(n_texts, int) or n_texts < 2:
-        raise ValueError(f"n_texts must be an int of at least 2, got {n_texts!r}.")
+    n_texts = as_int(n_texts, "n_texts", minimum=2, advice="A pair needs two texts.")
     device = as_device(device)
     enc = load_encoder(encoder, device=device)
     texts = sample_texts(corpus()["text"], n_texts, seed)

@@ -14,9 +14,16 @@ import numpy as np
 import pytest
 import torch
 
-import socm_lib
-from socm_lib import checks, downstream, layers, protocol, q4, reference
-from socm_lib.encoders import _resolve_dtype
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+import socm_lib  # noqa: E402
+from socm_lib import checks, downstream, gpu_check, layers, protocol, q4, reference  # noqa: E402
+from socm_lib.viz import layers as viz_layers  # noqa: E402
+from socm_lib.viz import plots as viz_plots  # noqa: E402
+from socm_lib.encoders import _resolve_dtype  # noqa: E402
 
 
 def _clouds(count=4, d=5, seed=0):
@@ -25,6 +32,7 @@ def _clouds(count=4, d=5, seed=0):
 
 
 CLOUDS = _clouds()
+_RESULT = socm_lib.socm_pairs(CLOUDS)
 TEXTS = ["A first short text.", "A second, slightly longer text.", "Third."]
 
 # (entry point, option) -> a call with that option set; the smallest valid value of the option
@@ -47,6 +55,13 @@ INTEGER_OPTIONS = {
     ("spearman_ci", "n_resamples"): (
         lambda v: downstream.spearman_ci([1.0, 2.0, 3.0], [1.0, 3.0, 2.0], n_resamples=v), 1),
 }
+VIZ_INTEGER_OPTIONS = {  # the figures' integer options go through the same validator
+    ("point_density", "bins"): (lambda v: viz_plots.point_density([0.1, 0.2], [0.3, 0.4], bins=v), 1),
+    ("scatter_dmu_dsigma", "bins"): (lambda v: viz_plots.scatter_dmu_dsigma(_RESULT, bins=v), 1),
+    ("scatter_dmu_dsigma", "max_points"): (lambda v: viz_plots.scatter_dmu_dsigma(_RESULT, max_points=v), 1),
+    ("plot_pair_distributions", "bins"): (lambda v: viz_layers.plot_pair_distributions({"a": _RESULT}, bins=v), 1),
+    ("gpu_check", "n_texts"): (lambda v: gpu_check.gpu_check(n_texts=v, device="cpu"), 2),
+}
 BAD_INTEGERS = [(True, TypeError), (1.5, TypeError), ("3", TypeError), (None, TypeError), (0, ValueError),
                 (-1, ValueError)]
 
@@ -55,6 +70,16 @@ def _raises_naming(exc, option, call):
     with pytest.raises(exc) as info:
         call()
     assert re.search(rf"\b{option}\b", str(info.value)), str(info.value)
+
+
+@pytest.mark.parametrize("bad, exc", BAD_INTEGERS, ids=[repr(v) for v, _ in BAD_INTEGERS])
+@pytest.mark.parametrize("entry, option", list(VIZ_INTEGER_OPTIONS), ids=["-".join(k) for k in VIZ_INTEGER_OPTIONS])
+def test_bad_integer_options_of_figures_are_refused(entry, option, bad, exc):
+    call, minimum = VIZ_INTEGER_OPTIONS[entry, option]
+    if exc is ValueError and bad >= minimum:
+        return  # a valid value: drawing it is the figures' tests' business
+    _raises_naming(exc, option, lambda: call(bad))
+    plt.close("all")
 
 
 @pytest.mark.parametrize("bad, exc", BAD_INTEGERS, ids=[repr(v) for v, _ in BAD_INTEGERS])

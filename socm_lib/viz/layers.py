@@ -5,6 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..checks import as_int
+
 
 def plot_layer_profile(profiles: dict):
     """Three panels (mean concentration, mean average intra-text cosine, mean SOCM) against the layer.
@@ -41,6 +43,7 @@ def plot_pair_distributions(results: dict, bins: int = 60):
     """
     if not results:
         raise ValueError("results is empty: pass {name: PairResult}.")
+    bins = as_int(bins, "bins", minimum=1)
     panels = [("d_mu", r"$d_\mu$"), ("d_sigma", r"$d_\Sigma$"), ("socm", "SOCM")]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
     for ax, (attr, title) in zip(axes, panels):

@@ -23,6 +23,7 @@ import numpy as np
 from matplotlib.patches import Ellipse
 from scipy.stats import chi2
 
+from ..checks import as_int
 from ..pairs import PairResult, socm
 from ..stats import cloud_covariance
 from .display import fixed
@@ -234,6 +235,7 @@ def pair_projection(X1, X2, ax=None, *, labels=("text 1", "text 2"), max_label_c
 
 def subsample_index(n: int, max_points: int, seed: int = 0) -> np.ndarray:
     """Indices of at most ``max_points`` of ``n`` items, drawn without replacement with ``seed``, sorted."""
+    max_points = as_int(max_points, "max_points", minimum=1)
     if n <= max_points:
         return np.arange(n)
     return np.sort(np.random.default_rng(seed).choice(n, size=max_points, replace=False))
@@ -241,6 +243,7 @@ def subsample_index(n: int, max_points: int, seed: int = 0) -> np.ndarray:
 
 def point_density(x, y, bins: int = 60) -> np.ndarray:
     """For each point, the number of points in its cell of a ``bins`` x ``bins`` 2-D histogram over their range."""
+    bins = as_int(bins, "bins", minimum=1)
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     counts, xe, ye = np.histogram2d(x, y, bins=bins)
     ix = np.clip(np.searchsorted(xe, x, side="right") - 1, 0, bins - 1)
@@ -256,6 +259,7 @@ def _scatter_panel(fig, cell, result: PairResult, *, title, max_points, seed, bi
         raise TypeError(f"result must be a PairResult (from socm_pairs), got {type(result).__name__}.")
     if len(result) == 0:
         raise ValueError("result holds no pairs.")
+    bins = as_int(bins, "bins", minimum=1)
     idx = subsample_index(len(result), max_points, seed)
     dm, ds, s = (np.asarray(v)[idx] for v in (result.d_mu, result.d_sigma, result.socm))
     grid = cell.subgridspec(2, 3, width_ratios=(4, 1, 0.25), height_ratios=(1, 4), wspace=0.08, hspace=0.08)
