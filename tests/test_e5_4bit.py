@@ -109,6 +109,7 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def e5(cache):
+    load_encoder.cache_clear()  # an encoder loaded earlier in this process would skip the disk cache under test
     return load_encoder("multilingual-e5-small-4bit", device="cpu")
 
 
