@@ -23,13 +23,16 @@ class LRUCache:
     """A mapping that forgets its least recently used entries first.
 
     At most ``maxsize`` entries are held, and, with ``maxbytes``, at most that many bytes by ``sizeof(value)``;
-    a value larger than ``maxbytes`` is not stored at all. ``valid(value)`` (default: always) is asked on every
+    a value larger than ``maxbytes`` is not stored at all, unless ``keep_latest``: then the latest value always
+    stays, alone if it must (for values that are costly to form again and asked for many times in a row, such
+    as the engine's bucket factors). ``valid(value)`` (default: always) is asked on every
     hit; an entry it rejects is dropped and the lookup counts as a miss. Safe to use from several threads.
     """
 
     def __init__(self, maxsize: int, *, maxbytes: int | None = None, sizeof: Callable[[object], int] = lambda v: 0,
-                 valid: Callable[[object], bool] = lambda v: True):
+                 valid: Callable[[object], bool] = lambda v: True, keep_latest: bool = False):
         self.maxsize, self.maxbytes, self.sizeof, self.valid = maxsize, maxbytes, sizeof, valid
+        self.keep_latest = keep_latest
         self._data: OrderedDict = OrderedDict()
         self._bytes = 0
         self._hits = self._misses = 0
@@ -58,13 +61,23 @@ class LRUCache:
                 self._drop(key)
             for stale in [k for k, (v, _) in self._data.items() if not self.valid(v)]:
                 self._drop(stale)
-            if self.maxsize < 1 or (self.maxbytes is not None and size > self.maxbytes):
+            if self.maxsize < 1 or (self.maxbytes is not None and size > self.maxbytes and not self.keep_latest):
                 return False
             self._data[key] = (value, size)
             self._bytes += size
-            while len(self._data) > self.maxsize or (self.maxbytes is not None and self._bytes > self.maxbytes):
+            while len(self._data) > self.maxsize or (self.maxbytes is not None and self._bytes > self.maxbytes
+                                                     and len(self._data) > 1):
                 self._drop(next(iter(self._data)))
             return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+    def values(self) -> list:
+        """The stored values, least recently used first."""
+        with self._lock:
+            return [value for value, _ in self._data.values()]
 
     def _drop(self, key) -> None:
         self._bytes -= self._data.pop(key)[1]

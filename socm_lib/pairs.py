@@ -55,7 +55,6 @@ import contextlib
 import os
 import sys
 import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
@@ -66,6 +65,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from .checks import as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress, show_progress
+from .memo import LRUCache
 from .stats import mean_norm
 
 BACKENDS = ("auto", "numpy", "torch")
@@ -196,42 +196,47 @@ class _Factors:
 
     A bucket's tensor is formed from the compact clouds exactly as if every bucket were formed up front
     (float64 :func:`_factor` of each text, zero-padded, then moved to the device and dtype), and kept
-    in a least-recently-used cache of at most ``capacity`` bytes (default :data:`FACTOR_CACHE_BYTES`; the
-    latest always stays). Thread safe: a bucket asked for by two workers at once is formed once.
+    in a least-recently-used cache (:class:`socm_lib.memo.LRUCache`) of at most ``capacity`` bytes (default
+    :data:`FACTOR_CACHE_BYTES`; the latest always stays). Thread safe: a bucket asked for by two workers at
+    once is formed once.
     """
 
     def __init__(self, clouds: list, normalize: bool, device, dtype, capacity: int | None = None):
         self.clouds, self.normalize, self.device, self.dtype = clouds, normalize, device, dtype
-        self.capacity = FACTOR_CACHE_BYTES if capacity is None else capacity
         self.d = clouds[0].shape[1]
         self.itemsize = torch.empty(0, dtype=dtype).element_size()
         self.formed = 0  # buckets formed so far (one per cache miss)
-        self._cache: OrderedDict[int, torch.Tensor] = OrderedDict()
+        self._cache = LRUCache(sys.maxsize, maxbytes=FACTOR_CACHE_BYTES if capacity is None else capacity,
+                               sizeof=lambda A: A.numel() * self.itemsize, keep_latest=True)
         self._lock = threading.Lock()
         self._forming: dict[int, threading.Lock] = {}
+
+    @property
+    def capacity(self) -> int:
+        """Bytes of factors the cache keeps between blocks."""
+        return self._cache.maxbytes
+
+    @capacity.setter
+    def capacity(self, nbytes: int) -> None:
+        self._cache.maxbytes = nbytes
 
     def nbytes(self, bucket: _Bucket) -> int:
         """Bytes of ``bucket``'s padded tensor."""
         return len(bucket.members) * bucket.rows * self.d * self.itemsize
 
     def __call__(self, bucket: _Bucket) -> torch.Tensor:
+        A = self._cache.get(bucket.index)
+        if A is not None:
+            return A
         with self._lock:
-            if bucket.index in self._cache:
-                self._cache.move_to_end(bucket.index)
-                return self._cache[bucket.index]
             forming = self._forming.setdefault(bucket.index, threading.Lock())
-        with forming:
-            with self._lock:
-                if bucket.index in self._cache:
-                    self._cache.move_to_end(bucket.index)
-                    return self._cache[bucket.index]
-            A = self._form(bucket)
-            with self._lock:
-                self._cache[bucket.index] = A
-                self.formed += 1
-                size = sum(t.numel() for t in self._cache.values()) * self.itemsize
-                while size > self.capacity and len(self._cache) > 1:
-                    size -= self._cache.popitem(last=False)[1].numel() * self.itemsize
+        with forming:  # a second worker asking for this bucket waits here, then finds it in the cache
+            A = self._cache.get(bucket.index)
+            if A is None:
+                A = self._form(bucket)
+                self._cache.put(bucket.index, A)
+                with self._lock:
+                    self.formed += 1
         return A
 
     def _form(self, bucket: _Bucket) -> torch.Tensor:
