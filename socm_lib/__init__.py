@@ -1,19 +1,36 @@
 """socm_lib: measure second-order collapse by mean pooling (SOCM) in text embeddings.
 
-Layers, bottom to top (an import only ever points down):
+The modules stand in layers (:data:`LAYERS`, bottom first): a module imports only from its own layer or lower
+ones, and no import chain comes back to where it started (``tests/test_library_layers.py`` checks both on every
+module):
 
-* core mathematics: :mod:`~socm_lib.checks`, :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`,
-  :mod:`~socm_lib.pairs` (the exact engine), :mod:`~socm_lib.summary` (streamed summaries of millions of pairs),
-  :mod:`~socm_lib.reference` (the slow, obviously correct low-rank reference the tests and benchmarks use) and
-  :mod:`~socm_lib.authors_route` (the paper's released d x d route, regulariser included);
-* the paper's published numbers: :mod:`~socm_lib.paper`;
-* models and data: :mod:`~socm_lib.encoders`, :mod:`~socm_lib.extract`, :mod:`~socm_lib.data`;
-* analysis: :mod:`~socm_lib.protocol`, :mod:`~socm_lib.layers`, :mod:`~socm_lib.downstream`,
-  :mod:`~socm_lib.control` (what the untrained control's initialisation predicts);
-* the labs' answer checks: :mod:`socm_lib.course`;
-* presentation: :mod:`socm_lib.viz` (figures, widgets, fixed-precision display, the benchmark viewer),
-  which alone imports matplotlib and ipywidgets and is imported only on request.
+0. foundations, importing nothing of the package: :mod:`~socm_lib.checks` (validation, shared errors),
+   :mod:`~socm_lib.memo` (bounded caches), :mod:`~socm_lib.paper` (the paper's published numbers, the only
+   place they are typed), :mod:`~socm_lib.report` (plain-text reports);
+1. core mathematics: :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`, :mod:`~socm_lib.pairs` (the exact engine),
+   :mod:`~socm_lib.summary` (streamed summaries of millions of pairs), :mod:`~socm_lib.reference` (the slow,
+   obviously correct low-rank reference the tests and benchmarks use), :mod:`~socm_lib.authors_route` (the
+   paper's released d x d route, regulariser included), and this package's front (it loads only this layer;
+   the names of higher layers are loaded on first use);
+2. models and data: :mod:`~socm_lib.q4` (the 4-bit weight format), :mod:`~socm_lib.e5_4bit`,
+   :mod:`~socm_lib.encoders`, :mod:`~socm_lib.extract`, :mod:`~socm_lib.data`;
+3. analysis: :mod:`~socm_lib.protocol` (the 4-bit shift included), :mod:`~socm_lib.layers`,
+   :mod:`~socm_lib.downstream`, :mod:`~socm_lib.control` (what the untrained control's initialisation predicts);
+4. tools: :mod:`~socm_lib.cli`, :mod:`~socm_lib.gpu_check`, ``__main__``, and :mod:`socm_lib.course` (the labs'
+   answer checks);
+5. presentation: :mod:`socm_lib.viz` (figures, widgets, fixed-precision display, the benchmark viewer),
+   which alone imports matplotlib and ipywidgets and is imported only on request.
 """
+#: Every module's layer (the list above); a subpackage's modules share its entry.
+LAYERS = {
+    "checks": 0, "memo": 0, "paper": 0, "report": 0,
+    "__init__": 1, "stats": 1, "bures": 1, "pairs": 1, "summary": 1, "reference": 1, "authors_route": 1,
+    "q4": 2, "e5_4bit": 2, "encoders": 2, "extract": 2, "data": 2,
+    "protocol": 3, "layers": 3, "downstream": 3, "control": 3,
+    "cli": 4, "gpu_check": 4, "__main__": 4, "course": 4,
+    "viz": 5,
+}
+
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
 from .pairs import InsufficientMemoryError, PairResult, SOCMResult, all_pairs, cross_pairs, socm, socm_cross, socm_pairs
 from .summary import PairSummary, socm_summary
@@ -30,7 +47,8 @@ from .stats import (
 _LAZY = {
     "data": ("PAIR_KINDS", "corpus", "hf_texts", "labelled_pairs", "read_lines", "read_msmarco_passages",
              "read_sick", "read_stsb", "sample_texts", "shared_data_dir"),
-    "encoders": ("REGISTRY", "Encoder", "ModelUnavailableError", "load_encoder"),
+    "checks": ("ModelUnavailableError",),
+    "encoders": ("REGISTRY", "Encoder", "load_encoder"),
     "extract": ("token_embeddings",),
     "layers": ("layer_profile",),
     "protocol": ("Measurement", "measure", "paper_protocol"),

@@ -52,7 +52,7 @@ import torch
 from tqdm import tqdm
 
 from .checks import as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress, show_progress
-from .pairs import PairResult, all_pairs, require_memory
+from .pairs import PairResult, condensed_pairs, require_memory
 from .reference import lowrank_factor
 from .stats import mean_norm
 
@@ -124,20 +124,21 @@ def paper_route(
     X = as_clouds(clouds)
     for k, x in enumerate(X):
         mean_norm(x, f"clouds[{k}]")  # a zero mean would be divided by the released code's 1e-12
-    pairs, _ = as_pair_set(pairs, len(X))
-    pairs = all_pairs(len(X)) if pairs is None else pairs
+    listed, count = as_pair_set(pairs, len(X))
     d, itemsize = X[0].shape[1], torch.empty((), dtype=dtype).element_size()
-    # every cloud's d x d covariance, a batch's square roots and products, and the float64 results
-    need = len(X) * (d * d + d) * itemsize + 6 * batch_size * d * d * itemsize + len(pairs) * 3 * 8
+    # every cloud's d x d covariance, a batch's square roots and products, and the results (i, j and three floats)
+    need = len(X) * (d * d + d) * itemsize + 6 * batch_size * d * d * itemsize + count * 5 * 8
     require_memory(need, f"paper_route on {len(X):,} clouds of d = {d} ({d} x {d} covariances) and "
-                         f"{len(pairs):,} pairs", "Use socm_lib.socm_pairs (exact, O(n^2 d) memory per pair), "
+                         f"{count:,} pairs", "Use socm_lib.socm_pairs (exact, O(n^2 d) memory per pair), "
                          "or fewer clouds.")
     stats = [_statistics(x.to(device), dtype) for x in X]
-    out = np.empty((len(pairs), 3))
-    show = show_progress(progress, len(pairs), ROUTE_PROGRESS_PAIRS)
-    with tqdm(total=len(pairs), disable=not show, file=sys.stderr, unit="pair", desc="paper route") as bar:
-        for s in range(0, len(pairs), batch_size):
-            chunk = pairs[s : s + batch_size]
+    out, ij = np.empty((count, 3)), np.empty((count, 2), dtype=np.int64)
+    show = show_progress(progress, count, ROUTE_PROGRESS_PAIRS)
+    with tqdm(total=count, disable=not show, file=sys.stderr, unit="pair", desc="paper route") as bar:
+        for s in range(0, count, batch_size):  # all pairs are formed batch by batch, never all at once
+            span = np.arange(s, min(s + batch_size, count))
+            chunk = listed[span] if listed is not None else condensed_pairs(span, len(X))
+            ij[span] = chunk
             first, slot = np.unique(chunk[:, 0], return_inverse=True)
             lam, V = _regularised_eigenvalues(torch.stack([stats[i][1] for i in first]), eps, vectors=True)
             R = ((V * lam.sqrt()[:, None, :]) @ V.mT)[torch.from_numpy(slot.reshape(-1)).to(device)]
@@ -153,8 +154,7 @@ def paper_route(
             block = torch.stack([d_mu, d_sigma, (1 - d_mu) * d_sigma], dim=1)
             out[s : s + len(chunk)] = block.to("cpu", torch.float64).numpy()
             bar.update(len(chunk))
-    i, j = pairs[:, 0], pairs[:, 1]
-    return PairResult(i=i.copy(), j=j.copy(), d_mu=out[:, 0], d_sigma=out[:, 1], socm=out[:, 2])
+    return PairResult(i=ij[:, 0].copy(), j=ij[:, 1].copy(), d_mu=out[:, 0], d_sigma=out[:, 1], socm=out[:, 2])
 
 
 class RegulariserExcess(NamedTuple):

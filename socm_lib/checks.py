@@ -7,10 +7,30 @@ silent NaN or a traceback from deep inside torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence, Set
+from pathlib import Path
 
 import numpy as np
 import torch
+
+
+class ModelUnavailableError(OSError):
+    """A model could not be loaded here (typically: not cached and no network). Importable from
+    :mod:`socm_lib` and :mod:`socm_lib.encoders`; defined here, at the bottom, so that every layer can raise it."""
+
+
+def as_bool(value, name: str) -> bool:
+    """An on/off option: ``True`` or ``False`` (a numpy bool will do); anything else is refused, never read as truthy.
+
+    ``"False"``, ``"no"``, ``0`` or ``None`` passed to an option such as ``trust_remote_code`` or ``normalize``
+    would otherwise count by its truth value, silently the opposite of what was meant.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__}).")
+    return bool(value)
 
 def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
     """Return a token cloud ``X`` (shape ``(n, d)``) as a float64 CPU tensor.
@@ -20,15 +40,29 @@ def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
     float64 cloud keeps its dtype (a CPU array or tensor is then not copied) and float16 / bfloat16
     become float32, which holds them exactly; other dtypes become float64 as before.
     """
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a numpy masked array, whose mask the library would ignore; drop the masked "
+                        f"tokens first and pass a plain array, e.g. {name}.data[~{name}.mask.any(axis=1)].")
     if isinstance(x, np.ndarray):
         if np.iscomplexobj(x):
             raise TypeError(f"{name} is complex; token clouds must be real-valued.")
         if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
             raise TypeError(f"{name} has dtype {x.dtype}; pass a numeric (n, d) array.")
-        t = torch.from_numpy(np.ascontiguousarray(x))
+        if x.dtype == np.longdouble and np.finfo(np.longdouble).bits > 64:
+            raise TypeError(f"{name} has dtype {x.dtype} (numpy's long double), which torch cannot hold; pass "
+                            f"{name}.astype(np.float64) (the library computes in float64).")
+        try:
+            t = torch.from_numpy(np.ascontiguousarray(x))
+        except TypeError:
+            raise TypeError(f"{name} has dtype {x.dtype}, which torch cannot hold; pass {name}.astype(np.float64).") from None
     elif isinstance(x, torch.Tensor):
         if x.is_complex():
             raise TypeError(f"{name} is complex; token clouds must be real-valued.")
+        if x.layout != torch.strided:
+            raise TypeError(f"{name} is a sparse tensor ({x.layout}); pass {name}.to_dense() (a token cloud is dense).")
+        if x.device.type == "meta":
+            raise ValueError(f"{name} is on the 'meta' device: it has a shape but no values. Pass a tensor that "
+                             "holds the token embeddings (on the CPU or a GPU).")
         t = x.detach()
     else:
         raise TypeError(
@@ -102,6 +136,10 @@ def as_texts(texts, name: str = "texts") -> list[str]:
     """Validate a list of non-empty strings."""
     if isinstance(texts, str):
         raise TypeError(f"{name} is a single string; pass a list of texts, e.g. [{texts[:30]!r}].")
+    if isinstance(texts, (Set, Mapping)):
+        raise TypeError(f"{name} is a {type(texts).__name__}, which has no fixed order (a set's order changes with "
+                        "the hash seed), so results could not be matched to texts; pass a list, e.g. "
+                        f"sorted({name}) or list({name}.values()).")
     if isinstance(texts, Iterator) or not isinstance(texts, Sequence):
         try:
             texts = list(texts)
@@ -222,3 +260,47 @@ def as_pair_set(pairs, n_items: int, what: str = "clouds") -> tuple[np.ndarray |
     if count == 0:
         raise ValueError(f"There are no pairs: pass at least two {what}, or explicit pairs.")
     return None, count
+
+
+def as_output_path(path, name: str = "out") -> Path:
+    """A file path that can be written: not a folder, in an existing writable folder, writable if it exists.
+
+    Checked before any long work starts, so that a run never computes for minutes and then fails to save.
+    """
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise TypeError(f"{name} must be a file path, got {path!r}.")
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise ValueError(f"{name} {path} is a folder; pass a file path inside it.")
+    if not folder.is_dir():
+        raise ValueError(f"{name} {path}: the folder {folder} does not exist; create it or choose another path.")
+    if (p.exists() and not os.access(p, os.W_OK)) or (not p.exists() and not os.access(folder, os.W_OK)):
+        raise ValueError(f"{name} {path}: no permission to write there; choose a writable file path.")
+    return p
+
+
+@contextlib.contextmanager
+def output_file(path, name: str = "out", newline: str | None = None):
+    """Open ``path`` (checked by :func:`as_output_path`) for writing text, so that no earlier file is lost.
+
+    A regular file is written as a temporary file beside it and moved into place only when the ``with`` block
+    ends without an error (an existing file stays as it was until then); a device or pipe (``/dev/stdout``) is
+    written directly.
+    """
+    p = as_output_path(path, name)
+    if p.exists() and not p.is_file():
+        with open(p, "w", newline=newline) as handle:
+            yield handle
+        return
+    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", newline=newline) as handle:
+            yield handle
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's private 0600
+        os.replace(tmp, p)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -16,10 +16,9 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
 import sys
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 
@@ -33,11 +32,12 @@ from .data import (
     read_stsb,
     sample_texts,
 )
-from .report import summary_lines
-from .encoders import REGISTRY, ModelUnavailableError, load_encoder
-from .extract import token_embeddings
+from .checks import ModelUnavailableError, as_device, as_int, output_file
+from .encoders import REGISTRY, layer_count, load_encoder
+from .extract import layer_indices, token_embeddings
 from .gpu_check import main as gpu_check_main
-from .pairs import cross_pairs
+from .pairs import condensed_pairs, cross_pairs
+from .report import summary_lines
 from .stats import concentration_ratio
 from .summary import socm_summary
 
@@ -50,13 +50,22 @@ def _texts(spec: str) -> list[str]:
     if kind in ("stsb", "sick") and rest:
         df = read_stsb(rest) if kind == "stsb" else read_sick(rest)
         cols = ["sentence1", "sentence2"] if kind == "stsb" else ["sentence_a", "sentence_b"]
-        return list(dict.fromkeys(t for c in cols for t in df[c]))  # unique, first-seen order
+        return [t for c in cols for t in df[c]]
     if kind == "msmarco" and rest:
         return read_msmarco_passages(rest)
     if kind == "hf" and rest:
         name, split, column = (rest.split(":") + ["train", "text"])[:3]
         return hf_texts(name, split, column)
     return read_lines(spec)
+
+
+def _distinct(texts: list[str], spec: str) -> list[str]:
+    """``texts`` without repeats (first occurrences, in order), saying on stderr how many were dropped."""
+    unique = list(dict.fromkeys(texts))
+    if len(unique) < len(texts):
+        print(f"note: --texts {spec}: {len(texts) - len(unique)} repeated text(s) dropped, {len(unique)} distinct "
+              "kept (a text paired with itself would measure nothing).", file=sys.stderr)
+    return unique
 
 
 def _pairs(mode: str, n: int, seed: int):
@@ -70,62 +79,73 @@ def _pairs(mode: str, n: int, seed: int):
             raise ValueError(f"--pairs {mode!r}: N must be an integer with 1 <= N <= {total} "
                              f"(the number of pairs i < j of {n} texts).")
         flat = np.sort(np.random.default_rng(seed).choice(total, size=int(count), replace=False))
-        return _condensed_pairs(flat, n)
+        return condensed_pairs(flat, n)
     raise ValueError(f"Unknown --pairs {mode!r}; use all, random:N or labelled.")
 
 
-def _condensed_pairs(flat: np.ndarray, n: int) -> np.ndarray:
-    """The pairs ``(i, j)``, ``i < j``, at positions ``flat`` of the condensed order of ``n`` texts, ``(P, 2)``.
+def _inputs(args) -> tuple[list[str], np.ndarray | None, dict]:
+    """The texts, pairs and extra CSV columns that ``run`` measures, every option checked (no model is loaded)."""
+    if args.pairs == "labelled":
+        ignored = [flag for flag, value in (("--texts", args.texts), ("--sample", args.sample)) if value is not None]
+        if ignored:
+            raise ValueError(f"--pairs labelled measures the embedded labelled pairs, so {' and '.join(ignored)} "
+                             "would be ignored; drop them, or use --pairs all or random:N with your texts.")
+        df = labelled_pairs()
+        pairs = cross_pairs(len(df), len(df), aligned=True)  # (k, n + k): text_a[k] with text_b[k]
+        return list(df["text_a"]) + list(df["text_b"]), pairs, {"kind": np.array(df["kind"], dtype=object)}
+    spec = "corpus" if args.texts is None else args.texts
+    sample = as_int(1000 if args.sample is None else args.sample, "--sample", minimum=0,
+                    advice="0 measures every text.")
+    if sample == 1:
+        raise ValueError("--sample 1: a pair needs two texts; pass --sample 2 or more, or 0 for every text.")
+    texts = _distinct(_texts(spec), spec)
+    if len(texts) < 2:
+        raise ValueError(f"--texts {spec}: {len(texts)} distinct text(s) found, but a pair needs two; "
+                         "pass a file with at least two different non-empty lines.")
+    if sample and sample < len(texts):
+        texts = sample_texts(texts, sample, args.seed)
+    return texts, _pairs(args.pairs, len(texts), args.seed), {}
 
-    Row ``i`` starts at position ``s(i) = i n - i (i + 1) / 2``; ``i`` is the largest row with ``s(i) <= k``.
-    """
-    k = flat.astype(np.int64)
-    i = (n - 2 - np.floor(np.sqrt(-8.0 * k + 4.0 * n * (n - 1) - 7) / 2 - 0.5)).astype(np.int64)
-    j = k + i + 1 - n * (n - 1) // 2 + (n - i) * (n - i - 1) // 2
-    return np.stack([i, j], axis=1)
 
-
-def _check_out(path) -> None:
-    """Refuse an ``--out`` that cannot be written, before any model is loaded."""
-    if path is None:
-        return
-    p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if p.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ValueError(f"--out {path}: cannot write a file there; choose a writable file path.")
+def _check_model_options(args) -> None:
+    """``--batch-size``, ``--device`` and ``--layer`` checked before the model loads (the layer against the model's
+    configuration, read without its weights where it can be)."""
+    as_int(args.batch_size, "--batch-size", minimum=1)
+    as_device(args.device, "--device")
+    layers = layer_count(args.encoder)
+    if layers is not None:
+        try:
+            layer_indices(args.layer, layers)
+        except ValueError as exc:
+            raise ValueError(f"--layer {args.layer}: {exc}") from None
 
 
 def run(args) -> int:
     """Extract the texts' token clouds, then stream SOCM over the pairs (:func:`socm_lib.socm_summary`).
 
     Without ``--out`` only the summary is kept (memory bounded by the engine's block size); with
-    ``--out`` the pairs are also written to the CSV chunk by chunk, in pair order. The texts, pairs and
-    ``--out`` are checked before the model loads.
+    ``--out`` the pairs are also written to the CSV chunk by chunk, in pair order (into a temporary file
+    moved into place at the end, so an earlier file is kept if the run fails). The texts, pairs, options
+    and ``--out`` are checked, and the CSV's header written, before the model loads.
     """
-    if args.pairs == "labelled":
-        df = labelled_pairs()
-        texts = list(df["text_a"]) + list(df["text_b"])
-        pairs = cross_pairs(len(df), len(df), aligned=True)  # (k, n + k): text_a[k] with text_b[k]
-        extra = {"kind": np.array(df["kind"], dtype=object)}
-    else:
-        texts = _texts(args.texts)
-        if not texts:
-            raise ValueError(f"--texts {args.texts}: no non-empty text found.")
-        if args.sample and args.sample < len(texts):
-            texts = sample_texts(texts, args.sample, args.seed)
-        pairs = _pairs(args.pairs, len(texts), args.seed)
-        extra = {}
-    _check_out(args.out)
-    encoder = load_encoder(args.encoder, device=args.device, trust_remote_code=args.trust_remote_code)
-    clouds = token_embeddings(encoder, texts, layer=args.layer, special_tokens=not args.no_special_tokens,
-                              batch_size=args.batch_size, progress=True)
-    concentration = np.array([concentration_ratio(c) for c in clouds])
-    if args.out:
-        with open(args.out, "w", newline="") as handle:
-            result = socm_summary(clouds, pairs, device=args.device, progress=True,
-                                  on_pairs=partial(_write_chunk, handle, texts, extra))
-    else:
-        result = socm_summary(clouds, pairs, device=args.device, progress=True)
+    texts, pairs, extra = _inputs(args)
+    _check_model_options(args)
+    with contextlib.ExitStack() as stack:
+        handle = None
+        if args.out:
+            handle = stack.enter_context(output_file(args.out, "--out", newline=""))
+            columns = ["i", "j", "d_mu", "d_sigma", "socm", *extra, "text_i", "text_j"]
+            try:
+                handle.write(",".join(columns) + "\n")
+                handle.flush()
+            except OSError as exc:
+                raise OSError(f"--out {args.out}: cannot write there ({exc.strerror}).") from None
+        encoder = load_encoder(args.encoder, device=args.device, trust_remote_code=args.trust_remote_code)
+        clouds = token_embeddings(encoder, texts, layer=args.layer, special_tokens=not args.no_special_tokens,
+                                  batch_size=args.batch_size, progress=True)
+        concentration = np.array([concentration_ratio(c) for c in clouds])
+        write = None if handle is None else partial(_write_chunk, handle, texts, extra)
+        result = socm_summary(clouds, pairs, device=args.device, progress=True, on_pairs=write)
     summary = result.summary()
     summary["mean_concentration"] = float(np.mean(concentration))
     if result.median_socm_error > 0:  # more pairs than the exact median keeps: say how close the median is
@@ -138,13 +158,13 @@ def run(args) -> int:
 
 
 def _write_chunk(handle, texts: list[str], extra: dict, start: int, chunk) -> None:
-    """Append one chunk of pairs (rows ``start ...`` of the CSV) with its extra columns and both texts."""
+    """Append one chunk of pairs (rows ``start ...`` of the CSV, header already written) with both texts."""
     frame = chunk.to_frame()
     for k, v in extra.items():
         frame[k] = v[start : start + len(frame)]
     frame["text_i"] = [texts[i] for i in frame["i"]]
     frame["text_j"] = [texts[j] for j in frame["j"]]
-    frame.to_csv(handle, index=False, header=start == 0)
+    frame.to_csv(handle, index=False, header=False)
 
 
 def models(_args) -> int:
@@ -160,8 +180,9 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="measure SOCM over text pairs")
     p.add_argument("--encoder", default="all-minilm-l6", help="registry name, Hugging Face id or folder")
-    p.add_argument("--texts", default="corpus", help="corpus | FILE | stsb:FILE | sick:FILE | msmarco:FILE | hf:NAME[:SPLIT[:COLUMN]]")
-    p.add_argument("--sample", type=int, default=1000, help="number of texts sampled (seeded); 0 = all")
+    p.add_argument("--texts", default=None, help="corpus (default) | FILE | stsb:FILE | sick:FILE | msmarco:FILE | "
+                   "hf:NAME[:SPLIT[:COLUMN]]; repeated texts are measured once")
+    p.add_argument("--sample", type=int, default=None, help="number of texts sampled (seeded; default 1000); 0 = all")
     p.add_argument("--pairs", default="all", help="all | random:N | labelled")
     p.add_argument("--layer", type=int, default=-1, help="hidden-state index (0 = embeddings, -1 = last)")
     p.add_argument("--no-special-tokens", action="store_true", help="drop [CLS]/[SEP]-type tokens")

@@ -12,11 +12,14 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from .checks import as_bool, as_int, as_texts
 
 PAIR_KINDS = (
     "paraphrase",
@@ -64,57 +67,91 @@ def _existing(path, what: str) -> Path:
     return p
 
 
+def _rows(path, what: str) -> list[tuple[int, list[str]]]:
+    """``(line number, tab-separated fields)`` of every non-empty line of a text file (:func:`_text_file`)."""
+    raw = _text_file(path, what)
+    return [(k, line.split("\t")) for k, line in enumerate(raw.split("\n"), start=1) if line.strip()]
+
+
+def _score(value: str, path, line: int, what: str) -> float:
+    """A numeric field, or an error naming the file, the line and the value."""
+    try:
+        out = float(value)
+    except ValueError:
+        raise ValueError(f"{path}, line {line}: the {what} {value!r} is not a number; is the file complete and "
+                         "tab-separated?") from None
+    if not np.isfinite(out):
+        raise ValueError(f"{path}, line {line}: the {what} {value!r} is not a finite number.")
+    return out
+
+
 def read_stsb(path) -> pd.DataFrame:
     """Read an STS-B file (``sts-train.csv``, ``sts-dev.csv`` or ``sts-test.csv``).
 
     Columns ``genre, file, year, id, score, sentence1, sentence2``; ``score`` is a float in [0, 5]. Rows with
-    two extra attribution fields (9 instead of 7) are read correctly; those fields are dropped.
+    two extra attribution fields (9 instead of 7) are read correctly; those fields are dropped. A row with fewer
+    than 7 fields or a score that is not a number raises ``ValueError`` naming the file and line.
     """
-    raw = _text_file(path, "STS-B file")
-    rows = [r[:7] for r in csv.reader(io.StringIO(raw, newline=None), delimiter="\t", quoting=csv.QUOTE_NONE) if r]
-    if any(len(r) < 7 for r in rows):
-        raise ValueError(f"STS-B file {path} has rows with fewer than 7 tab-separated fields; is it an STS-B file?")
+    rows = []
+    for line, fields in _rows(path, "STS-B file"):
+        if len(fields) < 7:
+            raise ValueError(f"STS-B file {path}, line {line}: {len(fields)} tab-separated field(s), but an STS-B row "
+                             "has 7 (genre, file, year, id, score, sentence1, sentence2); is it an STS-B file?")
+        rows.append(fields[:4] + [_score(fields[4], path, line, "score")] + fields[5:7])
     df = pd.DataFrame(rows, columns=["genre", "file", "year", "id", "score", "sentence1", "sentence2"])
     df["score"] = df["score"].astype(float)
     return df
 
 
+#: A SICK file's columns as written in its header, and the names :func:`read_sick` gives them.
+SICK_COLUMNS = {"pair_ID": "pair_id", "sentence_A": "sentence_a", "sentence_B": "sentence_b",
+                "relatedness_score": "relatedness", "entailment_judgment": "entailment"}
+
+
 def read_sick(path) -> pd.DataFrame:
-    """Read a SICK file: columns ``pair_id, sentence_a, sentence_b, relatedness, entailment``."""
-    df = _read_tsv(io.StringIO(_text_file(path, "SICK file")))
-    missing = {"pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"} - set(df.columns)
+    """Read a SICK file: columns ``pair_id, sentence_a, sentence_b, relatedness, entailment``.
+
+    A row whose field count differs from the header's, or whose relatedness is not a number, raises
+    ``ValueError`` naming the file and line.
+    """
+    rows = _rows(path, "SICK file")
+    header = rows[0][1] if rows else []
+    missing = set(SICK_COLUMNS) - set(header)
     if missing:
         raise ValueError(f"SICK file {path} lacks the column(s) {sorted(missing)}; is it a SICK file?")
-    df = df.rename(
-        columns={
-            "pair_ID": "pair_id",
-            "sentence_A": "sentence_a",
-            "sentence_B": "sentence_b",
-            "relatedness_score": "relatedness",
-            "entailment_judgment": "entailment",
-        }
-    )
+    records = []
+    for line, fields in rows[1:]:
+        if len(fields) != len(header):
+            raise ValueError(f"SICK file {path}, line {line}: {len(fields)} tab-separated field(s), but the header "
+                             f"has {len(header)}.")
+        record = dict(zip(header, fields))
+        record["relatedness_score"] = _score(record["relatedness_score"], path, line, "relatedness score")
+        records.append(record)
+    df = pd.DataFrame(records, columns=header).rename(columns=SICK_COLUMNS)
     df["relatedness"] = df["relatedness"].astype(float)
-    return df[["pair_id", "sentence_a", "sentence_b", "relatedness", "entailment"]]
+    return df[list(SICK_COLUMNS.values())]
 
 
 def _text_file(path, what: str) -> str:
-    """The UTF-8 text of ``path`` with any byte-order mark removed; one-line errors naming the file."""
+    """The UTF-8 text of ``path`` with every byte-order mark removed (at the start or where files were joined)
+    and line endings made ``\\n`` (``\\r\\n`` and a lone ``\\r`` alike); one-line errors naming the file."""
     p = _existing(path, what)
     if p.is_dir():
         raise ValueError(f"{what} {p} is a folder; pass the path to a file.")
     try:
-        return p.read_bytes().decode("utf-8-sig")
+        raw = p.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{what} {p} is not UTF-8 (byte {exc.start}); convert it with e.g. iconv -t utf-8.") from None
+    return re.sub("\r\n?", "\n", raw.replace("\ufeff", ""))
 
 
 def read_lines(path, *, drop_unterminated_last: bool = False) -> list[str]:
-    """One text per non-empty line, every line kept (a UTF-8 byte-order mark is removed).
+    """One text per non-empty line, every line kept (byte-order marks removed; ``\\n``, ``\\r\\n`` or ``\\r`` end a line).
 
     ``drop_unterminated_last=True`` drops a last line that has no final newline, for a file known to be
     cut off mid-line (such as the shared extract of ``wiki1m_for_simcse.txt``).
     """
+    drop_unterminated_last = as_bool(drop_unterminated_last, "drop_unterminated_last")
     raw = _text_file(path, "Text file")
     lines = raw.split("\n")
     if drop_unterminated_last and not raw.endswith("\n"):
@@ -123,9 +160,16 @@ def read_lines(path, *, drop_unterminated_last: bool = False) -> list[str]:
 
 
 def read_msmarco_passages(path) -> list[str]:
-    """Passages of an MS MARCO ``collection`` file (``pid<TAB>passage`` per line)."""
-    df = _read_tsv(io.StringIO(_text_file(path, "MS MARCO collection")), names=["pid", "passage"], header=None)
-    return [t for t in df["passage"] if t.strip()]
+    """Passages of an MS MARCO ``collection`` file (``pid<TAB>passage`` per line); a line without a tab raises
+    ``ValueError`` naming the file and line."""
+    passages = []
+    for line, fields in _rows(path, "MS MARCO collection"):
+        if len(fields) < 2:
+            raise ValueError(f"MS MARCO collection {path}, line {line}: no tab; every line must be pid<TAB>passage.")
+        passage = "\t".join(fields[1:]).strip()
+        if passage:
+            passages.append(passage)
+    return passages
 
 
 def shared_data_dir() -> Path | None:
@@ -138,16 +182,21 @@ def shared_data_dir() -> Path | None:
 
 
 def sample_texts(texts, k: int = 1000, seed: int = 0) -> list[str]:
-    """``k`` distinct texts drawn without replacement with ``numpy.random.default_rng(seed)``, in drawn order."""
-    texts = list(texts)
-    if not 1 <= k <= len(texts):
-        raise ValueError(f"Cannot sample k = {k} texts from {len(texts)}; choose 1 <= k <= {len(texts)}.")
+    """``k`` distinct texts drawn without replacement with ``numpy.random.default_rng(seed)``, in drawn order.
+
+    A text given more than once is one candidate (its first occurrence), so no text is drawn twice.
+    """
+    texts = list(dict.fromkeys(as_texts(texts)))
+    k = as_int(k, "k", minimum=1, maximum=len(texts), advice=f"There are {len(texts)} distinct texts to draw from.")
+    seed = as_int(seed, "seed", minimum=0)
     idx = np.random.default_rng(seed).choice(len(texts), size=k, replace=False)
     return [texts[i] for i in idx]
 
 
 def hf_texts(dataset: str, split: str = "train", column: str = "text", limit: int | None = None) -> list[str]:
     """Texts from a Hugging Face dataset (needs the ``datasets`` package and a network, e.g. in Colab)."""
+    if limit is not None:
+        limit = as_int(limit, "limit", minimum=1)
     try:
         import datasets
     except ImportError:

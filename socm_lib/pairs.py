@@ -64,9 +64,10 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from .checks import as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress, show_progress
+from .checks import (as_bool, as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress,
+                     show_progress)
 from .memo import LRUCache
-from .stats import mean_norm
+from .stats import normalized_mean_and_scale, unit_scale
 
 BACKENDS = ("auto", "numpy", "torch")
 #: Most matrices in one batched SVD call on the torch path. Batched GPU solvers do best on many
@@ -109,8 +110,12 @@ class PairResult:
     def __len__(self) -> int:
         return len(self.i)
 
-    def __getitem__(self, k: int) -> SOCMResult:
-        return SOCMResult(float(self.d_mu[k]), float(self.d_sigma[k]), float(self.socm[k]))
+    def __getitem__(self, k):
+        """Pair ``k`` as a :class:`SOCMResult`; a slice, boolean mask or index array gives a :class:`PairResult` of
+        those pairs."""
+        if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            return SOCMResult(float(self.d_mu[k]), float(self.d_sigma[k]), float(self.socm[k]))
+        return PairResult(*(np.asarray(getattr(self, f))[k] for f in ("i", "j", "d_mu", "d_sigma", "socm")))
 
     def to_frame(self):
         """The pairs as a pandas DataFrame with columns ``i, j, d_mu, d_sigma, socm``."""
@@ -163,10 +168,18 @@ def _helmert_rows(C: torch.Tensor) -> torch.Tensor:
 
 
 def _factor(x: torch.Tensor, normalize: bool, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(m, A)`` of one float64 cloud: the (normalised) mean ``(d,)`` and its ``n - 1`` scaled Helmert rows ``(n-1, d)``."""
+    """``(m, A)`` of one float64 cloud: the (normalised) mean ``(d,)`` and its ``n - 1`` scaled Helmert rows ``(n-1, d)``.
+
+    Formed from the cloud brought to unit scale (:func:`socm_lib.stats.unit_scale`, exact), so no sum overflows
+    or underflows; without normalisation the scale is put back, and a factor that then overflows is refused.
+    """
+    x, scale = normalized_mean_and_scale(x, name) if normalize else unit_scale(x)
     mu = x.mean(dim=0)
-    scale = 1.0 / mean_norm(x, name) if normalize else torch.tensor(1.0, dtype=x.dtype)
-    return mu * scale, _helmert_rows(x - mu) * (scale / np.sqrt(x.shape[0]))
+    m, A = mu * scale, _helmert_rows(x - mu) * (scale / np.sqrt(x.shape[0]))
+    if not normalize and not (bool(torch.isfinite(m).all()) and bool(torch.isfinite((A * A).sum()))):
+        raise ValueError(f"{name} is too large for normalize=False: its mean or spread overflows float64. Pass "
+                         "normalize=True (SOCM is then scale-free), or rescale the clouds.")
+    return m, A
 
 
 def _prepare(clouds, normalize: bool, tolerance: float):
@@ -360,7 +373,7 @@ def _all_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.ndarra
                      use_torch: bool) -> list:
     """Every pair ``i < j`` as blocks of :func:`_bucket_pair_block`, each with at most ~``block_elems`` cross-Gram
     entries, in the order of :func:`_visit_key`."""
-    blocks, key, d = [], _visit_key(buckets, factors), factors.d
+    blocks, key = [], _visit_key(buckets, factors)
     for a, Ba in enumerate(buckets):
         for Bb in buckets[a:]:
             na, La, nb, Lb = len(Ba.members), Ba.rows, len(Bb.members), Bb.rows
@@ -446,7 +459,7 @@ class _Engine:
 def _engine(clouds, *, normalize: bool, device, dtype, backend: str, bucket_tolerance: float) -> _Engine:
     """Validate the engine's options, then prepare the clouds."""
     device, dtype = as_device(device), as_dtype(dtype)
-    bucket_tolerance = as_number(bucket_tolerance, "bucket_tolerance")
+    normalize, bucket_tolerance = as_bool(normalize, "normalize"), as_number(bucket_tolerance, "bucket_tolerance")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}: 'auto' takes "
                          "numpy on the CPU and torch on a GPU.")
@@ -482,8 +495,10 @@ def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, con
     def run(block) -> int:
         positions, i, j, nuclear, d_mu = block()
         d_sigma = np.maximum(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
+        socm_ = (1.0 - d_mu) * d_sigma
+        _require_finite(socm_, lambda k: (f"clouds[{i[k]}]", f"clouds[{j[k]}]"))
         with lock:
-            consume(positions, i, j, d_mu, d_sigma, (1.0 - d_mu) * d_sigma)
+            consume(positions, i, j, d_mu, d_sigma, socm_)
         return len(positions)
 
     threads = min(engine.threads, len(blocks))
@@ -503,11 +518,37 @@ def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, con
             raise
 
 
+def _require_finite(socm_: np.ndarray, names) -> None:
+    """Refuse a non-finite SOCM, naming the two clouds (``names(k)``) of the first pair ``k`` that has one."""
+    bad = np.flatnonzero(~np.isfinite(socm_))
+    if len(bad):
+        a, b = names(bad[0])
+        raise ValueError(f"The pair ({a}, {b}) gives a non-finite SOCM: its clouds are too large for normalize=False "
+                         "(d_mu or d_sigma overflows float64). Pass normalize=True (SOCM is then scale-free), or "
+                         "rescale the clouds.")
+
+
 def all_pairs(n_texts: int) -> np.ndarray:
     """Every pair ``(i, j)`` with ``i < j`` in lexicographic order (``scipy.spatial.distance.pdist``'s condensed
     order), shape ``(n(n-1)/2, 2)``."""
-    i, j = np.triu_indices(n_texts, k=1)
+    i, j = np.triu_indices(as_int(n_texts, "n_texts", minimum=0), k=1)
     return np.stack([i, j], axis=1)
+
+
+def condensed_pairs(positions, n_texts: int) -> np.ndarray:
+    """The pairs ``(i, j)``, ``i < j``, at ``positions`` of :func:`all_pairs`'s order of ``n_texts`` texts, ``(P, 2)``,
+    without forming all pairs.
+
+    Row ``i`` starts at position ``s(i) = i n - i (i + 1) / 2``; ``i`` is the largest row with ``s(i) <= k``
+    (found in floating point, then corrected by one where rounding put it off).
+    """
+    n = as_int(n_texts, "n_texts", minimum=0)
+    k = np.asarray(positions, dtype=np.int64)
+    start = lambda row: row * n - row * (row + 1) // 2  # noqa: E731
+    i = (n - 2 - np.floor(np.sqrt(-8.0 * k + 4.0 * n * (n - 1) - 7) / 2 - 0.5)).astype(np.int64)
+    i -= start(i) > k
+    i += start(i + 1) <= k
+    return np.stack([i, k - start(i) + i + 1], axis=1)
 
 
 def cross_pairs(n_a: int, n_b: int, *, aligned: bool = False) -> np.ndarray:
@@ -599,21 +640,6 @@ def require_memory(need: int, what: str, advice: str) -> None:
                                       f"is available. {advice}")
 
 
-def _check_memory(n_pairs: int, engine: _Engine, block_elems: int) -> None:
-    need, free = memory_estimate(n_pairs, engine, block_elems), available_memory()
-    if free is None or need <= free:
-        return
-    prepared = sum(x.numel() * x.element_size() for x in engine.factors.clouds) + engine.means.nbytes
-    gib = 2.0**30
-    raise InsufficientMemoryError(
-        f"socm_pairs would need about {need / gib:.1f} GiB for {n_pairs:,} pairs ({BYTES_PER_PAIR} bytes a pair "
-        f"for the per-pair results, plus block buffers; the prepared clouds already hold {prepared / gib:.2f} GiB), "
-        f"but only {free / gib:.1f} GiB is available. Use socm_lib.socm_summary (means, median, histograms and the "
-        "most/least collapsed pairs in memory bounded by the block size), or pass a sample of pairs "
-        "(pairs=(P, 2) array) to socm_pairs."
-    )
-
-
 def socm_pairs(
     clouds,
     pairs=None,
@@ -668,13 +694,24 @@ def socm_pairs(
     A one-token cloud has :math:`\Sigma = 0`; then :math:`d_\Sigma = \operatorname{tr}\Sigma_2/4`,
     the other text's spread alone. :math:`d_\Sigma` is clamped at 0 against round-off below zero.
     """
+    return _socm_pairs(clouds, pairs, normalize=normalize, device=device, dtype=dtype, backend=backend,
+                       bucket_tolerance=bucket_tolerance, block_elems=block_elems, progress=progress)
+
+
+def _socm_pairs(clouds, pairs, *, normalize, device, dtype, backend, bucket_tolerance, block_elems, progress,
+                caller: str = "socm_pairs") -> PairResult:
+    """:func:`socm_pairs`, its errors naming ``caller`` (the public function the user called)."""
     block_elems, progress = as_int(block_elems, "block_elems", minimum=1), as_progress(progress)
     engine = _engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
                      bucket_tolerance=bucket_tolerance)
     n = len(engine.means)
     pairs, n_pairs = as_pair_set(pairs, n)
     listed = pairs is not None
-    _check_memory(n_pairs, engine, block_elems)
+    require_memory(memory_estimate(n_pairs, engine, block_elems),
+                   f"{caller} of {n_pairs:,} pairs ({BYTES_PER_PAIR} bytes a pair for the per-pair results, plus block "
+                   "buffers)",
+                   "Use socm_lib.socm_summary (means, median, histograms and the most/least collapsed pairs in memory "
+                   f"bounded by the block size), or pass a sample of pairs (pairs=(P, 2) array) to {caller}.")
     d_mu, d_sigma, socm_ = np.empty(n_pairs), np.empty(n_pairs), np.empty(n_pairs)
 
     def fill(positions, i, j, block_d_mu, block_d_sigma, block_socm):
@@ -702,13 +739,19 @@ def socm_cross(clouds_a, clouds_b, *, aligned: bool = False, **options) -> PairR
     if "pairs" in options:
         raise TypeError("socm_cross takes no pairs: it measures every pair (a, b), or with aligned=True every "
                         "(k, k); for other pairs use socm_pairs(clouds_a + clouds_b, pairs).")
-    if not isinstance(aligned, (bool, np.bool_)):
-        raise TypeError(f"aligned must be True or False, got {aligned!r}.")
+    aligned = as_bool(aligned, "aligned")
+    unknown = sorted(set(options) - {"normalize", "device", "dtype", "backend", "bucket_tolerance", "block_elems",
+                                     "progress"})
+    if unknown:
+        raise TypeError(f"socm_cross got unknown option(s) {unknown}; it takes normalize, device, dtype, backend, "
+                        "bucket_tolerance, block_elems and progress.")
     A, B = as_clouds(clouds_a, "clouds_a"), as_clouds(clouds_b, "clouds_b")
     if A[0].shape[1] != B[0].shape[1]:
         raise ValueError(f"clouds_a have d = {A[0].shape[1]} but clouds_b have d = {B[0].shape[1]}; both sets must "
                          "come from the same encoder and layer.")
-    result = socm_pairs(A + B, cross_pairs(len(A), len(B), aligned=bool(aligned)), **options)
+    options = {"normalize": True, "device": None, "dtype": torch.float64, "backend": "auto", "bucket_tolerance": 0.05,
+               "block_elems": 1 << 22, "progress": None, **options}
+    result = _socm_pairs(A + B, cross_pairs(len(A), len(B), aligned=aligned), caller="socm_cross", **options)
     result.j -= len(A)
     return result
 
@@ -721,9 +764,11 @@ def socm(X1, X2, *, normalize: bool = True) -> SOCMResult:
     (one SVD of the small cross-Gram :math:`A_1 A_2^\top`, float64 on the CPU) with the same factors as
     :func:`socm_pairs`, without the batched engine's buckets and threads.
     """
+    normalize = as_bool(normalize, "normalize")
     X = as_clouds([X1, X2])
     (m1, A), (m2, B) = (_factor(x, normalize, f"X{k + 1}") for k, x in enumerate(X))
     nuclear = float(np.linalg.svd(A.numpy() @ B.numpy().T, compute_uv=False).sum()) if len(A) and len(B) else 0.0
     d_sigma = max(float((A * A).sum()) + float((B * B).sum()) - 2.0 * nuclear, 0.0) / 4.0
     d_mu = float(((m1 - m2) ** 2).sum()) / 4.0
+    _require_finite(np.array([(1.0 - d_mu) * d_sigma]), lambda k: ("X1", "X2"))
     return SOCMResult(d_mu=d_mu, d_sigma=d_sigma, socm=(1.0 - d_mu) * d_sigma)

@@ -19,9 +19,11 @@ magnitude (sign kept), :math:`\delta = \mathrm{fp16}(m/(-8))` and
 
 :func:`round_trip_linear_layers` puts every ``nn.Linear`` weight of a model through
 :math:`w \mapsto \hat w` (biases, embeddings and LayerNorms stay float32, as in the
-E5 file apart from its word embedding); :func:`shift` measures, on the same texts and
+E5 file apart from its word embedding); :func:`compare` says, for two measurements of the same
 pairs, how far average SOCM, :math:`d_\mu` and :math:`d_\Sigma` move and how well the
-per-pair values of the two models correlate (Pearson and Spearman).
+per-pair values of the two models correlate (Pearson and Spearman);
+:func:`socm_lib.protocol.q4_shift` measures two encoders and compares them (the analysis
+lives above the models, so this model-format module imports none of it).
 """
 
 from __future__ import annotations
@@ -127,19 +129,3 @@ def compare(reference, other) -> dict:
     out["pearson_socm"] = float(pearsonr(x, y)[0]) if len(x) > 1 else float("nan")
     out["spearman_socm"] = float(spearmanr(x, y)[0]) if len(x) > 1 else float("nan")
     return out
-
-
-def shift(reference, other, texts, *, pairs=None, device=None, progress=None) -> dict:
-    """:func:`compare` of two encoders measured on the same ``texts`` and ``pairs`` (default: all pairs).
-
-    For the paper's protocol pass ``socm_lib.sample_texts(texts, 1000, 0)``; a notebook that has measured both
-    already (``socm_lib.paper_protocol``) calls :func:`compare` on their ``.pairs`` instead.
-    """
-    from .checks import as_device, as_pair_set, as_progress, as_texts
-    from .protocol import measure
-
-    texts, device, progress = as_texts(texts), as_device(device), as_progress(progress)
-    pairs, _ = as_pair_set(pairs, len(texts), "texts")  # checked before either encoder runs
-    a = measure(reference, texts, pairs, device=device, progress=progress).pairs
-    b = measure(other, texts, pairs, device=device, progress=progress).pairs
-    return compare(a, b)

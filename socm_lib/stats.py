@@ -31,36 +31,81 @@ def cloud_covariance(X) -> torch.Tensor:
     return C.T @ C / X.shape[0]
 
 
-def mean_norm(X: torch.Tensor, name: str) -> torch.Tensor:
-    r""":math:`\lVert\mu(X)\rVert`, refusing a zero or non-finite mean (normalisation would divide by it).
+#: A mean whose norm is at most this fraction of the tokens' RMS norm is refused by :func:`mean_norm`.
+MEAN_TOLERANCE = 1e-6
 
-    Computed as :math:`s\,\lVert\mu(X/s)\rVert` with :math:`s = \max_{j,k}|x_{jk}|`, so that clouds
-    scaled by 1e200 or 1e-200 neither overflow nor underflow in the squares of the norm.
+
+def unit_scale(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""``(X / s, s)`` with :math:`s = 2^k` the power of two that brings the largest entry into :math:`[1, 2)`.
+
+    Dividing by a power of two is exact, so the scaled cloud carries the same digits; its sums of squares
+    can neither overflow (entries of 1e307) nor underflow (subnormal entries of 1e-310). Every statistic that
+    is scale-free (the normalised mean and factors, the concentration ratio) is formed from ``X / s``.
     """
-    s = X.abs().max()
-    norm = torch.linalg.vector_norm((X / s).mean(dim=0)) * s if bool(s > 0) else s
-    if not bool(torch.isfinite(norm)):
-        raise ValueError(
-            f"{name} has a mean whose norm ({float(norm)}) is not a finite float64; rescale the cloud first."
-        )
+    top = X.abs().max()
+    if not bool(top > 0):
+        return X, torch.ones((), dtype=X.dtype)
+    s = torch.ldexp(torch.ones((), dtype=X.dtype), torch.frexp(top).exponent - 1)
+    return X / s, s
+
+
+def _scaled_mean_norm(Y: torch.Tensor, name: str) -> torch.Tensor:
+    r""":math:`\lVert\mu(Y)\rVert` of a cloud already brought to unit scale by :func:`unit_scale`, refused when it
+    vanishes relative to the tokens' RMS norm :math:`(\frac1n\sum_j\lVert y_j\rVert^2)^{1/2}`."""
+    norm = torch.linalg.vector_norm(Y.mean(dim=0))
+    rms = torch.sqrt((Y * Y).sum(dim=1).mean())
     if not bool(norm > 0):
         raise ValueError(
             f"{name} has a zero mean vector, so it cannot be normalised by its mean's norm; "
             "pass normalize=False or check that the tokens are not all zero / exactly cancelling."
         )
+    if not bool(norm > MEAN_TOLERANCE * rms):
+        raise ValueError(
+            f"{name} has a mean whose norm is {float(norm / rms):.1e} of its tokens' RMS norm (at most "
+            f"{MEAN_TOLERANCE:g} is refused): the tokens cancel out (were they centred beforehand?), so the mean is "
+            "round-off and dividing by its norm would blow the cloud up by an arbitrary factor. Pass the clouds as "
+            "the encoder gives them, or normalize=False."
+        )
     return norm
+
+
+def mean_norm(X: torch.Tensor, name: str) -> torch.Tensor:
+    r""":math:`\lVert\mu(X)\rVert`, refusing a mean that vanishes (normalisation would divide by it) or overflows.
+
+    Computed as :math:`s\,\lVert\mu(X/s)\rVert` with :func:`unit_scale`, so that clouds scaled by 1e200 or 1e-300
+    neither overflow nor underflow in the squares of the norm. A mean whose norm is at most :data:`MEAN_TOLERANCE`
+    times the tokens' RMS norm is refused with the reason (it is round-off, not a direction).
+    """
+    Y, s = unit_scale(X)
+    norm = _scaled_mean_norm(Y, name) * s
+    if not bool(torch.isfinite(norm)):
+        raise ValueError(
+            f"{name} has a mean whose norm ({float(norm)}) is not a finite float64; rescale the cloud first."
+        )
+    return norm
+
+
+def normalized_mean_and_scale(X: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""``(Y, 1 / ||mu(Y)||)`` with ``Y = X / s`` (:func:`unit_scale`): :math:`X/\lVert\mu(X)\rVert = Y/\lVert\mu(Y)\rVert`
+    formed without ever squaring the entries of ``X`` itself."""
+    Y, _ = unit_scale(X)
+    return Y, 1.0 / _scaled_mean_norm(Y, name)
 
 
 def normalize_cloud(X) -> torch.Tensor:
     r"""Divide every token by :math:`\lVert\mu(X)\rVert`, so that the mean has unit norm (the paper's convention)."""
-    X = as_cloud(X, "X")
-    return X / mean_norm(X, "X")
+    Y, scale = normalized_mean_and_scale(as_cloud(X, "X"), "X")
+    return Y * scale
 
 
 def spread(X) -> float:
     r""":math:`S(X) = \frac1n\sum_j \lVert x_j-\mu\rVert^2 = \operatorname{tr}\Sigma(X)`."""
-    X = as_cloud(X, "X")
-    return float(((X - X.mean(dim=0)) ** 2).sum(dim=1).mean())
+    Y, s = unit_scale(as_cloud(X, "X"))
+    out = float(((Y - Y.mean(dim=0)) ** 2).sum(dim=1).mean()) * float(s) ** 2
+    if out == float("inf"):
+        raise ValueError("X has a spread larger than the largest float64; rescale the cloud (or use "
+                         "concentration_ratio, which is scale-free).")
+    return out
 
 
 def concentration_ratio(X) -> float:
@@ -69,8 +114,8 @@ def concentration_ratio(X) -> float:
     Scale-free; after normalisation it equals :math:`\operatorname{tr}\Sigma`. Small values mean the
     tokens huddle around their mean (Chapter 7).
     """
-    X = as_cloud(X, "X")
-    return spread(X) / float(mean_norm(X, "X")) ** 2
+    Y, scale = normalized_mean_and_scale(as_cloud(X, "X"), "X")
+    return float(((Y - Y.mean(dim=0)) ** 2).sum(dim=1).mean() * scale**2)
 
 
 def avg_intra_cosine(X) -> float:
@@ -80,7 +125,7 @@ def avg_intra_cosine(X) -> float:
     :math:`\frac{1}{n^2}\sum_{j,k}\hat x_j^\top \hat x_k = \lVert \frac1n\sum_j \hat x_j\rVert^2`.
     If all tokens have equal norm, :math:`c = 1/\text{avgcos} - 1` (Chapter 7).
     """
-    X = as_cloud(X, "X")
+    X = unit_scale(as_cloud(X, "X"))[0]  # cosines are scale-free
     norms = torch.linalg.vector_norm(X, dim=1, keepdim=True)
     if not bool((norms > 0).all()):
         raise ValueError("X has a zero-norm token, whose cosine is undefined; drop that token first.")

@@ -78,8 +78,25 @@ def test_sample_texts():
     idx = np.random.default_rng(0).choice(len(texts), size=200, replace=False)
     assert a == [texts[i] for i in idx]
     for k in (0, len(texts) + 1):
-        with pytest.raises(ValueError, match="Cannot sample"):
+        with pytest.raises(ValueError, match=rf"k = {k} is outside 1 <= k <= {len(texts)}"):
             socm_lib.sample_texts(texts, k)
+
+
+def test_sample_texts_draws_distinct_texts_and_checks_k_and_seed():
+    texts = ["a", "b", "a", "c", "a", "b"]  # three distinct texts, repeated
+    drawn = socm_lib.sample_texts(texts, 3, seed=0)
+    assert sorted(drawn) == ["a", "b", "c"]  # every text once (before: a text given twice could be drawn twice)
+    with pytest.raises(ValueError, match="k = 4 is outside 1 <= k <= 3. There are 3 distinct texts"):
+        socm_lib.sample_texts(texts, 4)
+    for k, exc in ((True, TypeError), (2.5, TypeError), ("2", TypeError)):
+        with pytest.raises(exc, match="k must be an integer"):
+            socm_lib.sample_texts(texts, k)
+    with pytest.raises(ValueError, match="seed = -1 is outside 0 <= seed"):
+        socm_lib.sample_texts(texts, 2, seed=-1)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        socm_lib.sample_texts(texts, 2, seed=1.5)
+    with pytest.raises(TypeError, match="texts is a set, which has no fixed order"):
+        socm_lib.sample_texts(set(texts), 2)
 
 
 # ----------------------------------------------------------------------------------------------------------

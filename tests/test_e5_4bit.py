@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import socm_lib
-from socm_lib import data, e5_4bit, q4
+from socm_lib import data, e5_4bit, protocol, q4
 from socm_lib.encoders import load_encoder, provenance
 from socm_lib.extract import token_embeddings
 
@@ -211,9 +211,9 @@ def test_shift_of_the_round_trip_on_minilm():
     ref = load_encoder("all-minilm-l6", device="cpu")
     other = load_encoder("all-minilm-l6-q4", device="cpu")
     assert other.label == "all-MiniLM-L6-v2 (Q4_0 round trip)"
-    same = q4.shift(ref, ref, texts)
+    same = protocol.q4_shift(ref, ref, texts)
     assert same["shift_socm"] == 0 and same["pearson_socm"] == pytest.approx(1.0)
-    out = q4.shift(ref, other, texts)
+    out = protocol.q4_shift(ref, other, texts)
     assert out["pairs"] == 190
     assert out["shift_socm"] == pytest.approx(out["other_socm"] - out["reference_socm"])
     assert 0 < abs(out["shift_socm"]) < 0.05 and out["pearson_socm"] > 0.9

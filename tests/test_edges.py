@@ -54,10 +54,13 @@ def test_extreme_scales_give_the_unscaled_answer(scale):
     assert got.d_sigma == pytest.approx(want.d_sigma, rel=1e-10)
 
 
-def test_mean_norm_that_overflows_is_refused():
-    X = np.full((3, 4), 1e308)
-    with pytest.raises(ValueError, match="not a finite float64"):
-        socm_lib.socm(X, X)
+def test_cloud_whose_mean_norm_overflows_is_measured_scale_free_or_refused():
+    X = np.full((3, 4), 1e308)  # ||mu|| = 2e308 overflows, but X / ||mu|| does not
+    assert socm_lib.socm(X, X) == socm_lib.SOCMResult(0.0, 0.0, 0.0)
+    assert socm_lib.socm(X, X, normalize=False) == socm_lib.SOCMResult(0.0, 0.0, 0.0)  # no spread: nothing overflows
+    wide = np.array([[1e308, 1.0], [-1e308, 1.0]])  # its spread, 1e616, is past float64
+    with pytest.raises(ValueError, match="X1 is too large for normalize=False"):
+        socm_lib.socm(wide, wide[:, ::-1].copy(), normalize=False)
 
 
 # --- CLI: pairs, files and --out are checked before the model loads -----------------------------
@@ -86,7 +89,7 @@ def test_random_pairs_are_distinct_and_ordered():
 def test_condensed_pairs_follow_triu_order():
     for n in (2, 3, 9, 61):
         i, j = np.triu_indices(n, k=1)
-        got = socm_lib.cli._condensed_pairs(np.arange(len(i)), n)
+        got = socm_lib.pairs.condensed_pairs(np.arange(len(i)), n)
         np.testing.assert_array_equal(got, np.stack([i, j], axis=1))
 
 

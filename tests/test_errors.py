@@ -55,9 +55,11 @@ def test_text_with_no_tokens_without_special_tokens(encoder):
     # with special tokens it is a valid two-token cloud
     X = socm_lib.token_embeddings(encoder, [text])[0]
     assert X.shape == (2, 384)
-    # the same branch through truncation: only [CLS] and [SEP] survive max_length=2
-    with pytest.raises(ValueError, match="no tokens left"):
+    # truncation never leaves only [CLS] and [SEP]: max_length must keep one token of the text
+    with pytest.raises(ValueError, match=r"outside 3 <= max_length <= 512.*adds 2 special tokens"):
         socm_lib.token_embeddings(encoder, ["A fine sentence."], special_tokens=False, max_length=2)
+    X = socm_lib.token_embeddings(encoder, ["A fine sentence."], special_tokens=False, max_length=3)[0]
+    assert X.shape == (1, 384)
 
 
 @pytest.mark.parametrize("layer,exc,msg", [

@@ -109,7 +109,7 @@ PROGRESS_CALLS = {
     "token_embeddings": lambda v: socm_lib.token_embeddings(None, TEXTS, progress=v),
     "layer_profile": lambda v: layers.layer_profile(None, TEXTS, progress=v),
     "measure": lambda v: protocol.measure(None, TEXTS, progress=v),
-    "q4.shift": lambda v: q4.shift(None, None, TEXTS, progress=v),
+    "protocol.q4_shift": lambda v: protocol.q4_shift(None, None, TEXTS, progress=v),
     "pair_frame": lambda v: downstream.pair_frame(None, TEXTS, TEXTS, progress=v),
     "labelled_frame": lambda v: downstream.labelled_frame(None, progress=v),
 }
@@ -198,8 +198,8 @@ def test_numpy_integers_for_extraction():
     lambda: socm_lib.paper_route(CLOUDS[:1]),
     lambda: layers.layer_profile(None, TEXTS[:1]),
     lambda: protocol.measure(None, TEXTS[:1]),
-    lambda: q4.shift(None, None, TEXTS[:1]),
-], ids=["socm_pairs", "socm_summary", "paper_route", "layer_profile", "measure", "q4.shift"])
+    lambda: protocol.q4_shift(None, None, TEXTS[:1]),
+], ids=["socm_pairs", "socm_summary", "paper_route", "layer_profile", "measure", "protocol.q4_shift"])
 def test_no_pairs_is_one_message(call):
     with pytest.raises(ValueError, match=r"There are no pairs: pass at least two (clouds|texts), or explicit pairs"):
         call()
@@ -208,7 +208,7 @@ def test_no_pairs_is_one_message(call):
 def test_listed_pairs_are_checked_before_the_encoder_runs():
     for call in (lambda: protocol.measure(None, TEXTS, [(0, 3)]),
                  lambda: layers.layer_profile(None, TEXTS, pairs=[(0, 3)]),
-                 lambda: q4.shift(None, None, TEXTS, pairs=[(0, 3)])):
+                 lambda: protocol.q4_shift(None, None, TEXTS, pairs=[(0, 3)])):
         with pytest.raises(ValueError, match="outside"):
             call()
 

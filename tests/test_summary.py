@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -139,8 +141,15 @@ def test_memory_estimate_grows_with_the_pairs(clouds):
     small, big = engine.memory_estimate(1000, e, 1 << 22), engine.memory_estimate(200_000_000, e, 1 << 22)
     assert big - small == (200_000_000 - 1000) * engine.BYTES_PER_PAIR
     assert big > 16e9  # all pairs of 20,000 texts: 16 GB
+
+
+
+@pytest.mark.skipif(not Path("/proc/meminfo").exists(), reason="reads Linux's /proc/meminfo")
+def test_available_memory_is_at_most_what_the_host_reports():
+    with open("/proc/meminfo") as f:
+        host = int(next(line for line in f if line.startswith("MemAvailable:")).split()[1]) * 1024
     free = engine.available_memory()
-    assert free is None or free > 0
+    assert free is not None and 0 < free <= 1.05 * host  # a container's limit can only lower it (5%: other work)
 
 
 def test_cli_summary_path_matches_socm_pairs(capsys):
