@@ -290,8 +290,14 @@ def output_file(path, name: str = "out", newline: str | None = None):
     """
     p = as_output_path(path, name)
     if p.exists() and not p.is_file():
-        with open(p, "w", newline=newline) as handle:
+        handle = open(p, "w", newline=newline)
+        try:
             yield handle
+        except BaseException:
+            with contextlib.suppress(OSError):  # a full device fails again on close: keep the first error
+                handle.close()
+            raise
+        handle.close()
         return
     fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".part")
     try:

@@ -168,6 +168,7 @@ def _write_chunk(handle, texts: list[str], extra: dict, start: int, chunk) -> No
 
 
 def models(_args) -> int:
+    """The ``models`` command: print the registry (name, kind, Hugging Face id, the paper's SOCM, label)."""
     for name, spec in REGISTRY.items():
         paper = "" if spec.paper_socm is None else f"  paper SOCM {spec.paper_socm:.3f}"
         label = f"  [{spec.label}]" if spec.label else ""
@@ -176,6 +177,8 @@ def models(_args) -> int:
 
 
 def main(argv=None) -> int:
+    """Parse ``argv`` (default: the command line) and run the command; a refused input prints one ``error:`` line
+    on stderr and returns 2."""
     parser = argparse.ArgumentParser(prog="python -m socm_lib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="measure SOCM over text pairs")

@@ -350,7 +350,7 @@ load_encoder.cache_clear = _ENCODERS.clear
 
 #: Files a model folder needs: the configuration, one weights file (or an index of shards) and a tokenizer.
 _NEEDED = {
-    "a config.json": ("config.json",),
+    "config.json": ("config.json",),
     "weights (model.safetensors or pytorch_model.bin)": (
         "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json"),
     "tokenizer files (tokenizer.json, or tokenizer_config.json with its vocabulary)": (

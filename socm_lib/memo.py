@@ -83,6 +83,7 @@ class LRUCache:
         self._bytes -= self._data.pop(key)[1]
 
     def info(self) -> CacheInfo:
+        """Hits, misses, ``maxsize`` and the number of entries held, as ``functools.lru_cache``'s ``cache_info()``."""
         with self._lock:
             return CacheInfo(self._hits, self._misses, self.maxsize, len(self._data))
 

@@ -64,7 +64,7 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from .checks import (as_bool, as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress,
+from .checks import (as_bool, as_cloud, as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress,
                      show_progress)
 from .memo import LRUCache
 from .stats import normalized_mean_and_scale, unit_scale
@@ -495,7 +495,8 @@ def _run_blocks(engine: _Engine, pairs: np.ndarray | None, block_elems: int, con
     def run(block) -> int:
         positions, i, j, nuclear, d_mu = block()
         d_sigma = np.maximum(traces[i] + traces[j] - 2.0 * nuclear, 0.0) / 4.0
-        socm_ = (1.0 - d_mu) * d_sigma
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+            socm_ = (1.0 - d_mu) * d_sigma
         _require_finite(socm_, lambda k: (f"clouds[{i[k]}]", f"clouds[{j[k]}]"))
         with lock:
             consume(positions, i, j, d_mu, d_sigma, socm_)
@@ -559,7 +560,7 @@ def cross_pairs(n_a: int, n_b: int, *, aligned: bool = False) -> np.ndarray:
     ``(k, n_a + k)`` for ``k < n_a`` (``n_a == n_b`` required).
     """
     n_a, n_b = as_int(n_a, "n_a", minimum=1), as_int(n_b, "n_b", minimum=1)
-    if aligned:
+    if as_bool(aligned, "aligned"):
         if n_a != n_b:
             raise ValueError(f"aligned=True pairs the k-th cloud of each set, but the sets have {n_a} and {n_b} "
                              "clouds; pass sets of the same length, or aligned=False for every pair (a, b).")
@@ -765,7 +766,10 @@ def socm(X1, X2, *, normalize: bool = True) -> SOCMResult:
     :func:`socm_pairs`, without the batched engine's buckets and threads.
     """
     normalize = as_bool(normalize, "normalize")
-    X = as_clouds([X1, X2])
+    X = [as_cloud(x, f"X{k + 1}") for k, x in enumerate((X1, X2))]
+    if X[0].shape[1] != X[1].shape[1]:
+        raise ValueError(f"X2 has d = {X[1].shape[1]} but X1 has d = {X[0].shape[1]}; both clouds must come from "
+                         "the same encoder and layer.")
     (m1, A), (m2, B) = (_factor(x, normalize, f"X{k + 1}") for k, x in enumerate(X))
     nuclear = float(np.linalg.svd(A.numpy() @ B.numpy().T, compute_uv=False).sum()) if len(A) and len(B) else 0.0
     d_sigma = max(float((A * A).sum()) + float((B * B).sum()) - 2.0 * nuclear, 0.0) / 4.0

@@ -193,7 +193,7 @@ def test_bad_pairs(good, pairs, exc, msg):
 
 
 def test_socm_with_list_instead_of_array(good):
-    with pytest.raises(TypeError, match=r"clouds\[0\] is a list; pass a numpy array or torch tensor"):
+    with pytest.raises(TypeError, match=r"X1 is a list; pass a numpy array or torch tensor"):
         socm_lib.socm(good[0].tolist(), good[1])
 
 

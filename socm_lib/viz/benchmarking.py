@@ -39,14 +39,17 @@ def sci(x) -> str:
 
 
 def seconds(x) -> str:
+    """A duration in seconds with two decimals (``-`` for a missing value)."""
     return "-" if x is None else f"{float(x):.2f}"
 
 
 def mib(x) -> str:
+    """A memory size in MiB, whole, with thousands separators (``-`` for a missing value)."""
     return "-" if x is None else f"{float(x):,.0f}"
 
 
 def yes_no(met: bool, evaluated: bool = True) -> str:
+    """A target's verdict: ``met``, ``MISSED``, or ``not evaluated (quick run)``."""
     if not evaluated:
         return "not evaluated (quick run)"
     return "met" if met else "MISSED"
