@@ -94,6 +94,7 @@ def _inputs(args) -> tuple[list[str], np.ndarray | None, dict]:
         pairs = cross_pairs(len(df), len(df), aligned=True)  # (k, n + k): text_a[k] with text_b[k]
         return list(df["text_a"]) + list(df["text_b"]), pairs, {"kind": np.array(df["kind"], dtype=object)}
     spec = "corpus" if args.texts is None else args.texts
+    as_int(args.seed, "--seed", minimum=0)
     sample = as_int(1000 if args.sample is None else args.sample, "--sample", minimum=0,
                     advice="0 measures every text.")
     if sample == 1:

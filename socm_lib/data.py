@@ -52,6 +52,8 @@ def corpus() -> pd.DataFrame:
 def labelled_pairs(kinds=None) -> pd.DataFrame:
     """The embedded labelled pairs: columns ``id``, ``kind``, ``text_a``, ``text_b`` (kinds in :data:`PAIR_KINDS`)."""
     df = _read_tsv(_packaged("labelled_pairs.tsv"))
+    if isinstance(kinds, str):
+        raise TypeError(f"kinds is a single string; pass a list of kinds, e.g. [{kinds!r}].")
     if kinds is not None:
         unknown = sorted(set(kinds) - set(PAIR_KINDS))
         if unknown:

@@ -750,6 +750,10 @@ def socm_cross(clouds_a, clouds_b, *, aligned: bool = False, **options) -> PairR
     if A[0].shape[1] != B[0].shape[1]:
         raise ValueError(f"clouds_a have d = {A[0].shape[1]} but clouds_b have d = {B[0].shape[1]}; both sets must "
                          "come from the same encoder and layer.")
+    normalize = as_bool(options.get("normalize", True), "normalize")
+    for name, clouds in (("clouds_a", A), ("clouds_b", B)):  # a cloud the engine refuses, named as the caller knows it
+        for k, x in enumerate(clouds):
+            _factor(x, normalize, f"{name}[{k}]")
     options = {"normalize": True, "device": None, "dtype": torch.float64, "backend": "auto", "bucket_tolerance": 0.05,
                "block_elems": 1 << 22, "progress": None, **options}
     result = _socm_pairs(A + B, cross_pairs(len(A), len(B), aligned=aligned), caller="socm_cross", **options)

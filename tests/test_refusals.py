@@ -266,6 +266,9 @@ def test_socm_cross_errors_name_socm_cross(monkeypatch):
     monkeypatch.undo()
     with pytest.raises(TypeError, match=r"socm_cross got unknown option\(s\) \['normalise'\]"):
         socm_lib.socm_cross(CLOUDS[:2], CLOUDS[2:], normalise=True)
+    centred = CLOUDS[3] - CLOUDS[3].mean(axis=0)
+    with pytest.raises(ValueError, match=r"clouds_b\[1\] has a mean whose norm"):  # before: clouds[3]
+        socm_lib.socm_cross(CLOUDS[:2], [CLOUDS[2], centred])
 
 
 def test_paper_route_checks_memory_from_the_pair_count_before_forming_pairs(monkeypatch):
@@ -338,11 +341,12 @@ def test_run_refuses_too_few_texts_before_the_model(tmp_path, capsys, no_model, 
     (["--layer", "-8"], "--layer -8: layer -8 is out of range"),
     (["--sample", "1"], "--sample 1: a pair needs two texts"),
     (["--sample", "-3"], "--sample = -3 is outside 0 <= --sample"),
+    (["--seed", "-1"], "--seed = -1 is outside 0 <= --seed"),
     (["--pairs", "labelled", "--texts", "corpus"], "--pairs labelled .* so --texts would be ignored"),
     (["--pairs", "labelled", "--sample", "50"], "--pairs labelled .* so --sample would be ignored"),
     (["--out", "/nonexistent/x.csv"], "--out /nonexistent/x.csv: the folder /nonexistent does not exist"),
     (["--device", "tpu"], "--device='tpu'"),
-], ids=["batch-size", "layer", "negative-layer", "sample-1", "sample-negative", "labelled-texts", "labelled-sample",
+], ids=["batch-size", "layer", "negative-layer", "sample-1", "sample-negative", "seed", "labelled-texts", "labelled-sample",
         "out-folder", "device"])
 def test_run_checks_every_option_before_the_model(capsys, no_model, argv, message):
     code, err = _cli(capsys, "run", *argv)
@@ -401,3 +405,9 @@ def test_layer_count_reads_the_configuration_only():
     assert encoders.layer_count("untrained-minilm-l6") == 6
     assert encoders.layer_count("multilingual-e5-small-4bit") == 12
     assert encoders.layer_count("/nonexistent/model") is None
+
+
+def test_labelled_pair_kinds_are_a_list():
+    with pytest.raises(TypeError, match=r"kinds is a single string; pass a list of kinds, e.g. \['negation'\]"):
+        data.labelled_pairs("negation")  # before: read as the letters n, e, g, ...
+    assert set(data.labelled_pairs(["negation"])["kind"]) == {"negation"}
