@@ -309,8 +309,11 @@ def load_encoder(
     ``device`` defaults to the GPU when one is present; ``dtype`` (``None`` for the checkpoint's own, or
     ``"float16"``, ``"bfloat16"``, ``"float32"``, ``"float64"``, as a name, ``torch.dtype`` or numpy dtype) sets the
     precision of the forward pass (statistics are always taken in float32 or higher). ``prefix`` (default: the
-    registry entry's, ``""`` otherwise) is put in front of every text before tokenization. Raises
-    :class:`ModelUnavailableError` with instructions when the model cannot be had here.
+    registry entry's, ``""`` otherwise) is put in front of every text before tokenization. ``revision`` (a Hub
+    model's branch, tag or commit, as a string) and ``trust_remote_code`` (``True`` or ``False``, never a truthy
+    stand-in such as ``"False"``) are checked before anything loads. Raises :class:`ModelUnavailableError` with
+    instructions when the model cannot be had here, and says what a path is and what it lacks when it is not a
+    model folder.
 
     The last :data:`ENCODER_CACHE_SIZE` encoders loaded are kept (:mod:`socm_lib.memo`, ``functools.lru_cache``
     semantics): a call with the same name, resolved device, dtype, revision, ``trust_remote_code`` and ``prefix``,

@@ -545,7 +545,10 @@ def condensed_pairs(positions, n_texts: int) -> np.ndarray:
     """
     n = as_int(n_texts, "n_texts", minimum=0)
     k = np.asarray(positions, dtype=np.int64)
-    start = lambda row: row * n - row * (row + 1) // 2  # noqa: E731
+
+    def start(row):
+        return row * n - row * (row + 1) // 2
+
     i = (n - 2 - np.floor(np.sqrt(-8.0 * k + 4.0 * n * (n - 1) - 7) / 2 - 0.5)).astype(np.int64)
     i -= start(i) > k
     i += start(i + 1) <= k
