@@ -43,9 +43,11 @@ How the engine is fast and still exact:
   top-k lists, in memory bounded by the block size.
 
 Backends and precision. ``backend="auto"`` takes numpy (BLAS products, LAPACK ``gesdd``) on the
-CPU and torch on a GPU; ``backend="torch"`` runs the GPU's path (torch matmul, batched
-``torch.linalg.svdvals`` on at most :data:`SVD_BATCH` matrices per call, fewer when they exceed
-32 x 32, blocks one after another) on any device, so the CPU tests check it. On a GPU, float64
+CPU and torch on a GPU; ``backend="torch"`` runs the GPU's path (torch matmul; singular values of each
+block's matrices at once by the batched one-sided Jacobi of :mod:`socm_lib.jacobi` on a GPU when a side
+exceeds 32, which cuSOLVER does not batch, else batched ``torch.linalg.svdvals`` on at most
+:data:`SVD_BATCH` matrices per call: :data:`TORCH_SVD`; blocks one after another) on any device, so the
+CPU tests check it. On a GPU, float64
 (the default) is exact to round-off, like the CPU; float32 is much faster and good to about 1e-6
 relative. TF32 (10-bit mantissas in float32 products, allowed by
 ``torch.backends.cuda.matmul.allow_tf32``) is switched off while the engine runs, so it can never
@@ -724,8 +726,8 @@ def socm_pairs(
         1e-6. TF32 is switched off while the engine runs, so float32 products stay float32.
     backend
         ``"auto"`` (numpy on the CPU, torch on a GPU), ``"numpy"`` (CPU only) or ``"torch"``: the
-        batched-torch path a GPU takes (torch matmul, batched ``torch.linalg.svdvals``, blocks one
-        after another), on any device; on the CPU it serves to test that path.
+        batched-torch path a GPU takes (torch matmul, batched singular values: :data:`TORCH_SVD`, blocks
+        one after another), on any device; on the CPU it serves to test that path.
     bucket_tolerance
         Texts whose lengths differ by at most this fraction share a padded bucket.
     block_elems
