@@ -1,4 +1,4 @@
-"""Long clouds (more tokens than dimensions) are shortened to the d rows of a QR factor: same numbers, small matrices."""
+"""Long clouds (more tokens than dimensions) become the d rows of a QR factor: same numbers, small matrices."""
 
 from __future__ import annotations
 
