@@ -20,6 +20,9 @@ so :math:`d_\Sigma = (\lVert A\rVert_F^2 + \lVert B\rVert_F^2 - 2\lVert AB^\top\
 
 How the engine is fast and still exact:
 
+* a long cloud (more tokens than dimensions) is represented by the ``d x d`` triangular factor of the
+  QR decomposition of its ``A`` (same :math:`\Sigma`, so the same nuclear norms: :func:`_shortened`), so no
+  factor has more than ``min(n - 1, d)`` rows and no cross-Gram is larger than ``d x d``;
 * texts are sorted by token count and grouped into *buckets* of similar length; each
   bucket is one zero-padded tensor ``(texts, L, d)``. Zero rows of ``A`` or ``B`` add only
   zero singular values, so padding changes nothing (Theorem ``thm-ch06-padding``);
@@ -40,9 +43,11 @@ How the engine is fast and still exact:
   top-k lists, in memory bounded by the block size.
 
 Backends and precision. ``backend="auto"`` takes numpy (BLAS products, LAPACK ``gesdd``) on the
-CPU and torch on a GPU; ``backend="torch"`` runs the GPU's path (torch matmul, batched
-``torch.linalg.svdvals`` on at most :data:`SVD_BATCH` matrices per call, fewer when they exceed
-32 x 32, blocks one after another) on any device, so the CPU tests check it. On a GPU, float64
+CPU and torch on a GPU; ``backend="torch"`` runs the GPU's path (torch matmul; singular values of each
+block's matrices at once by the batched one-sided Jacobi of :mod:`socm_lib.jacobi` on a GPU when a side
+exceeds 32, which cuSOLVER does not batch, else batched ``torch.linalg.svdvals`` on at most
+:data:`SVD_BATCH` matrices per call: :data:`TORCH_SVD`; blocks one after another) on any device, so the
+CPU tests check it. On a GPU, float64
 (the default) is exact to round-off, like the CPU; float32 is much faster and good to about 1e-6
 relative. TF32 (10-bit mantissas in float32 products, allowed by
 ``torch.backends.cuda.matmul.allow_tf32``) is switched off while the engine runs, so it can never
@@ -66,6 +71,7 @@ from tqdm import tqdm
 
 from .checks import (as_bool, as_cloud, as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress,
                      show_progress)
+from .jacobi import batched_svdvals
 from .memo import LRUCache
 from .stats import normalized_mean_and_scale, unit_scale
 
@@ -75,6 +81,12 @@ BACKENDS = ("auto", "numpy", "torch")
 SVD_BATCH = 4096
 #: ... and larger ones in proportionally smaller batches: at most this many entries per call.
 SVD_BATCH_ELEMS = SVD_BATCH * 32 * 32
+#: Solvers of the torch path's singular values: the batched one-sided Jacobi of :mod:`socm_lib.jacobi`
+#: (batched for every size) and ``torch.linalg.svdvals`` (on CUDA, batched by cuSOLVER only up to 32 x 32).
+TORCH_SVDS = ("auto", "jacobi", "svdvals")
+#: The torch path's solver: ``"auto"`` takes the batched Jacobi on a GPU for matrices with a side above 32 and
+#: ``torch.linalg.svdvals`` otherwise; ``"jacobi"`` or ``"svdvals"`` always (set it with :func:`torch_svd`).
+TORCH_SVD = "auto"
 #: Memory of :func:`socm_pairs`'s results per pair: ``i, j, d_mu, d_sigma, socm`` (40 bytes), the
 #: ``(P, 2)`` index pairs (16) and the temporaries of building them (about 24).
 BYTES_PER_PAIR = 80
@@ -167,8 +179,24 @@ def _helmert_rows(C: torch.Tensor) -> torch.Tensor:
     return (C.cumsum(dim=0)[:-1] - k * C[1:]) / torch.sqrt(k * (k + 1))
 
 
+def _shortened(A: torch.Tensor) -> torch.Tensor:
+    r"""A factor with the same Gram matrix as ``A`` and at most ``d`` rows: ``A`` itself, or, when ``A`` has more
+    rows than columns (a *long* cloud, :math:`n - 1 > d`), the ``d x d`` triangular factor :math:`R` of
+    :math:`A = QR` (Householder QR, backward stable).
+
+    :math:`Q` has orthonormal columns, so :math:`A^\top A = R^\top Q^\top Q R = R^\top R = \Sigma`, and for two
+    clouds :math:`A B^\top = Q_A (R_A R_B^\top) Q_B^\top` has the singular values of :math:`R_A R_B^\top`:
+    the same traces :math:`\lVert R\rVert_F^2 = \operatorname{tr}\Sigma` and the same fidelity
+    :math:`\lVert A B^\top\rVert_* = \lVert R_A R_B^\top\rVert_*` from a cross-Gram of at most ``d x d``
+    instead of :math:`(n_1 - 1)\times(n_2 - 1)`.
+    """
+    return torch.linalg.qr(A, mode="r").R if A.shape[0] > A.shape[1] else A
+
+
 def _factor(x: torch.Tensor, normalize: bool, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(m, A)`` of one float64 cloud: the (normalised) mean ``(d,)`` and its ``n - 1`` scaled Helmert rows ``(n-1, d)``.
+    r"""``(m, A)`` of one float64 cloud: the (normalised) mean ``(d,)`` and a factor of :math:`\Sigma` with
+    ``min(n - 1, d)`` rows: the ``n - 1`` scaled Helmert rows, shortened to ``d`` rows for a long cloud
+    (:func:`_shortened`).
 
     Formed from the cloud brought to unit scale (:func:`socm_lib.stats.unit_scale`, exact), so no sum overflows
     or underflows; without normalisation the scale is put back, and a factor that then overflows is refused.
@@ -179,15 +207,16 @@ def _factor(x: torch.Tensor, normalize: bool, name: str) -> tuple[torch.Tensor, 
     if not normalize and not (bool(torch.isfinite(m).all()) and bool(torch.isfinite((A * A).sum()))):
         raise ValueError(f"{name} is too large for normalize=False: its mean or spread overflows float64. Pass "
                          "normalize=True (SOCM is then scale-free), or rescale the clouds.")
-    return m, A
+    return m, _shortened(A)
 
 
 def _prepare(clouds, normalize: bool, tolerance: float):
     """Normalised means ``m`` (N, d) and traces ``tr Sigma`` (N,) as float64 numpy, the length buckets and the
     validated clouds, each kept in the dtype it came in (:func:`socm_lib.checks.as_clouds` with ``compact=True``).
 
-    Each text's ``A`` is stored as its ``n - 1`` Helmert rows (:func:`_helmert_rows`), which have the
-    same Gram matrix ``A^T A = Sigma`` and so the same cross-Gram singular values, at lower cost; here
+    Each text's ``A`` is stored as its ``n - 1`` Helmert rows (:func:`_helmert_rows`), or the ``d`` rows of their
+    QR factor ``R`` for a long cloud (:func:`_shortened`), which have the same Gram matrix ``A^T A = Sigma`` and
+    so the same cross-Gram singular values, at lower cost; here
     they are formed one text at a time for the traces and dropped (:class:`_Factors` forms them again,
     bucket by bucket, when blocks need them).
     """
@@ -298,19 +327,45 @@ def _svd_batch(p: int, q: int) -> int:
     return max(1, min(SVD_BATCH, SVD_BATCH_ELEMS // (p * q)))
 
 
+def _torch_solver(G: torch.Tensor) -> str:
+    """The torch path's solver for the batch ``G`` under :data:`TORCH_SVD`: ``"jacobi"`` or ``"svdvals"``."""
+    if TORCH_SVD != "auto":
+        return TORCH_SVD
+    return "jacobi" if G.device.type == "cuda" and max(G.shape[-2:]) > 32 else "svdvals"
+
+
+@contextlib.contextmanager
+def torch_svd(solver: str):
+    """Run the torch path with ``solver`` (one of :data:`TORCH_SVDS`) inside the ``with`` block, then restore
+    :data:`TORCH_SVD`; ``socm_lib.gpu_check`` times the solvers side by side with it."""
+    global TORCH_SVD
+    if solver not in TORCH_SVDS:
+        raise ValueError(f"solver must be one of {', '.join(map(repr, TORCH_SVDS))}, got {solver!r}.")
+    before, TORCH_SVD = TORCH_SVD, solver
+    try:
+        yield
+    finally:
+        TORCH_SVD = before
+
+
 def _nuclear_norms(G: torch.Tensor, use_torch: bool) -> np.ndarray:
     """Sum of singular values of each ``p x q`` matrix in the batch ``G`` (shape ``(..., p, q)``), as float64 numpy.
 
     The numpy path hands the batch to LAPACK's ``gesdd`` as it is (a strided view: no copy is made
-    here). The torch path calls ``torch.linalg.svdvals`` on at most :func:`_svd_batch` matrices at a time.
+    here). The torch path takes the whole batch at once in the batched Jacobi solver
+    (:func:`socm_lib.jacobi.batched_svdvals`), or calls ``torch.linalg.svdvals`` on at most
+    :func:`_svd_batch` matrices at a time (:func:`_torch_solver` chooses).
     """
     if not use_torch:
         return np.linalg.svd(G.numpy(), compute_uv=False).sum(axis=-1).astype(np.float64)
     batch, (p, q) = G.shape[:-2], G.shape[-2:]
     flat = G.reshape(-1, p, q)
-    step = _svd_batch(p, q)
-    parts = [torch.linalg.svdvals(flat[k : k + step]).sum(dim=-1) for k in range(0, flat.shape[0], step)]
-    sums = torch.cat(parts) if parts else flat.new_zeros(0)
+    if _torch_solver(flat) == "jacobi":
+        sums = batched_svdvals(flat).sum(dim=-1)
+    else:
+        step = _svd_batch(p, q)
+        parts = [torch.linalg.svdvals(flat[k : k + step]).sum(dim=-1) for k in range(0, flat.shape[0], step)]
+        sums = torch.cat(parts) if parts else flat.new_zeros(0)
     return sums.to("cpu", torch.float64).numpy().reshape(batch)
 
 
@@ -626,13 +681,37 @@ def available_memory() -> int | None:
     return min(known) if known else None
 
 
+def block_bytes(engine: _Engine, block_elems: int) -> int:
+    r"""Bytes one worker holds for the largest block it can have in flight (entries counted at 8 bytes, float64).
+
+    * The block's cross-Grams, ``p x q`` per pair: at most ``block_elems`` entries, but never less than one text
+      against a whole bucket (all pairs: :math:`L \max_b n_b L_b` entries, ``L`` the tallest padded factor)
+      or one pair (listed pairs: :math:`L^2`), held twice (the product and its copy: the pairs above the diagonal
+      of one bucket, or the contiguous batch of the torch path).
+    * The factors gathered for listed pairs: at most ``max(4 block_elems, 2 L d)`` entries.
+    * The SVD's workspace: on the numpy path LAPACK takes one matrix at a time (a copy, ``L^2``, and ``gesdd``'s
+      work, under ``8 L``); on the torch path the batched Jacobi (:mod:`socm_lib.jacobi`) holds about six copies
+      of the batch (scaled, rotated, permuted and the temporaries of one step), ``torch.linalg.svdvals`` one.
+    * Forming one text's factor (:func:`_factor`): float64 copies of the cloud, centred, summed, its Helmert rows
+      and their QR workspace, under ``6 n d`` entries for the longest text's ``n`` tokens.
+    """
+    buckets, factors = engine.buckets, engine.factors
+    L, d = max(B.rows for B in buckets), factors.d
+    cross = max(block_elems, L * max(len(B.members) * B.rows for B in buckets))
+    gathered = max(4 * block_elems, 2 * L * d)
+    svd = 6 * cross if engine.use_torch else L * L + 8 * L
+    forming = 6 * max(x.shape[0] for x in factors.clouds) * d
+    return (2 * cross + gathered + svd + forming) * max(factors.itemsize, 8)
+
+
 def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:
     """Bytes :func:`socm_pairs` allocates beyond the prepared clouds: :data:`BYTES_PER_PAIR` per pair, the
-    factor cache (:data:`FACTOR_CACHE_BYTES`, or all buckets if less) plus each worker's block buffers
-    (cross-Grams, their SVD copies and the factors: about four times ``block_elems`` entries)."""
+    factor cache (:data:`FACTOR_CACHE_BYTES`, or all buckets if less) and each worker's block in flight
+    (:func:`block_bytes`: cross-Grams, their copies, gathered factors, the SVD's workspace), which grows with
+    the token count (up to ``d``: no factor has more than ``min(n - 1, d)`` rows)."""
     factors = engine.factors
     cache = min(factors.capacity, sum(factors.nbytes(B) for B in engine.buckets))
-    return n_pairs * BYTES_PER_PAIR + cache + engine.threads * 4 * block_elems * max(factors.itemsize, 8)
+    return n_pairs * BYTES_PER_PAIR + cache + engine.threads * block_bytes(engine, block_elems)
 
 
 def require_memory(need: int, what: str, advice: str) -> None:
@@ -677,8 +756,8 @@ def socm_pairs(
         1e-6. TF32 is switched off while the engine runs, so float32 products stay float32.
     backend
         ``"auto"`` (numpy on the CPU, torch on a GPU), ``"numpy"`` (CPU only) or ``"torch"``: the
-        batched-torch path a GPU takes (torch matmul, batched ``torch.linalg.svdvals``, blocks one
-        after another), on any device; on the CPU it serves to test that path.
+        batched-torch path a GPU takes (torch matmul, batched singular values: :data:`TORCH_SVD`, blocks
+        one after another), on any device; on the CPU it serves to test that path.
     bucket_tolerance
         Texts whose lengths differ by at most this fraction share a padded bucket.
     block_elems
@@ -770,7 +849,9 @@ def socm(X1, X2, *, normalize: bool = True) -> SOCMResult:
     ``X1`` and ``X2`` are ``(n, d)`` numpy arrays or torch tensors. With ``normalize=True`` each cloud
     is first divided by the norm of its mean, as in Hara et al. (2026). One pair takes a direct path
     (one SVD of the small cross-Gram :math:`A_1 A_2^\top`, float64 on the CPU) with the same factors as
-    :func:`socm_pairs`, without the batched engine's buckets and threads.
+    :func:`socm_pairs`, without the batched engine's buckets and threads: at most ``d x d``, however long the
+    clouds, since a cloud with more tokens than dimensions is first shortened to the ``d`` rows of a QR factor
+    with the same covariance (:func:`_shortened`).
     """
     normalize = as_bool(normalize, "normalize")
     X = [as_cloud(x, f"X{k + 1}") for k, x in enumerate((X1, X2))]
