@@ -20,7 +20,11 @@
 #include <string.h>
 
 #define BW 8  /* lanes of the bidiagonalisation: one AVX-512 register of doubles */
+/* BW doubles, one matrix per lane; GCC's and Clang's vector extension, lowered to the target's own width. */
+typedef double lanes_v __attribute__((vector_size(BW * sizeof(double)), aligned(sizeof(double)), may_alias));
 #define QW 32 /* lanes of the QR sweeps: four registers, so that four independent chains hide latency */
+/* Doubles of workspace for m x n matrices: the packed matrices, reflector scratch, the bidiagonals (E padded). */
+#define LANES_WORK(m, n) ((size_t)(m) * (n) * BW + (size_t)((m) + (n)) * BW + (size_t)(2 * (n) + 3) * QW)
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define LANES_X86 1
@@ -140,7 +144,7 @@ static PyObject *nuclear_norms(PyObject *self, PyObject *args) {
         rs = cs;
         cs = t;
     }
-    size_t nwork = (size_t)m * n * BW + (size_t)(m + n) * BW + (size_t)(2 * n + 2) * QW;
+    size_t nwork = LANES_WORK(m, n);
     double *work = malloc(nwork * sizeof(double));
     Py_ssize_t *offsets = malloc((size_t)(count > 0 ? count : 1) * sizeof(Py_ssize_t));
     if (!work || !offsets) {
