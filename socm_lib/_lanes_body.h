@@ -138,14 +138,17 @@ static void LANES_NAME(bidiagonal_sweeps)(double *D, double *E, int n, int max_s
     }
     const double cap = max_sweeps;
     for (;;) {
-        /* Deflate: the block ends above a negligible E[hi-2] (twice: two may have converged in one sweep). */
-        for (int rep = 0; rep < 2; rep++)
+        /* Deflate: the block ends above a negligible E[hi-2], as often as there is one. */
+        for (int any = 1; any;) {
+            any = 0;
             for (int l = 0; l < QW; l++) {
                 double h = hi[l];
                 long ih = h >= 2.0 ? (long)h - 2 : -1;
                 int deflate = (h > 1.0) & (fabs(E[ih * QW + l]) <= thr[l]);
                 hi[l] = deflate ? h - 1.0 : h;
+                any |= deflate;
             }
+        }
         for (int l = 0; l < QW; l++) {
             int live = hi[l] > 1.0, over = live & (sweeps[l] >= cap);
             bad[l] = over ? 1.0 : bad[l];

@@ -70,6 +70,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     from .encoders import load_encoder, provenance
     from .extract import token_embeddings
     from .pairs import socm_pairs
+    from .nuclear import kernel_report
     from .report import device_report
 
     n_texts = as_int(n_texts, "n_texts", minimum=2, advice="A pair needs two texts.")
@@ -81,6 +82,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
         "device": str(device),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "machine": {"platform": platform.platform(), "report": device_report()},
+        "cpu_nuclear_norms": kernel_report(),  # the CPU reference's route: compiled lane kernel or LAPACK
         "encoder": provenance(enc),
         "texts": n_texts,
         "pairs": n_texts * (n_texts - 1) // 2,
@@ -129,7 +131,8 @@ def summary(report: dict) -> str:
     """The lines ``python -m socm_lib gpu-check`` prints: device, each check with its thresholds, verdict."""
     lines = [f"device: {report['device']}" + (f" ({report['gpu']})" if report["gpu"] else
                                               " -- CPU only: no CUDA device on this machine"),
-             f"encoder: {report['encoder']['name']}; {report['texts']} texts, {report['pairs']} pairs"]
+             f"encoder: {report['encoder']['name']}; {report['texts']} texts, {report['pairs']} pairs",
+             f"CPU reference: {report['cpu_nuclear_norms']}"]
     t = THRESHOLDS
     for name, check in report["checks"].items():
         if "skipped" in check:

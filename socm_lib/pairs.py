@@ -39,7 +39,8 @@ How the engine is fast and still exact:
   its result arrays, :func:`socm_lib.socm_summary` folds them into running sums, histograms and
   top-k lists, in memory bounded by the block size.
 
-Backends and precision. ``backend="auto"`` takes numpy (BLAS products, LAPACK ``gesdd``) on the
+Backends and precision. ``backend="auto"`` takes numpy (BLAS products; the nuclear norms from the
+compiled lane kernel of :mod:`socm_lib.nuclear`, or LAPACK ``gesdd`` where it is not built) on the
 CPU and torch on a GPU; ``backend="torch"`` runs the GPU's path (torch matmul, batched
 ``torch.linalg.svdvals`` on at most :data:`SVD_BATCH` matrices per call, fewer when they exceed
 32 x 32, blocks one after another) on any device, so the CPU tests check it. On a GPU, float64
@@ -66,6 +67,7 @@ from tqdm import tqdm
 
 from .checks import as_clouds, as_device, as_dtype, as_int, as_number, as_pair_set, as_progress, show_progress
 from .memo import LRUCache
+from .nuclear import nuclear_norms
 from .stats import mean_norm
 
 BACKENDS = ("auto", "numpy", "torch")
@@ -288,11 +290,13 @@ def _svd_batch(p: int, q: int) -> int:
 def _nuclear_norms(G: torch.Tensor, use_torch: bool) -> np.ndarray:
     """Sum of singular values of each ``p x q`` matrix in the batch ``G`` (shape ``(..., p, q)``), as float64 numpy.
 
-    The numpy path hands the batch to LAPACK's ``gesdd`` as it is (a strided view: no copy is made
-    here). The torch path calls ``torch.linalg.svdvals`` on at most :func:`_svd_batch` matrices at a time.
+    The numpy path hands the batch, as it is (a strided view: no copy is made here), to
+    :func:`socm_lib.nuclear.nuclear_norms`: the compiled lane kernel, many matrices at once, or LAPACK's
+    ``gesdd`` where the kernel is not built. The torch path calls ``torch.linalg.svdvals`` on at most
+    :func:`_svd_batch` matrices at a time.
     """
     if not use_torch:
-        return np.linalg.svd(G.numpy(), compute_uv=False).sum(axis=-1).astype(np.float64)
+        return nuclear_norms(G.numpy())
     batch, (p, q) = G.shape[:-2], G.shape[-2:]
     flat = G.reshape(-1, p, q)
     step = _svd_batch(p, q)
