@@ -26,7 +26,8 @@ typedef double lanes_v __attribute__((vector_size(BW * sizeof(double)), aligned(
 /* Doubles of workspace for m x n matrices: the packed matrices, reflector scratch, the bidiagonals (E padded). */
 #define LANES_WORK(m, n) ((size_t)(m) * (n) * BW + (size_t)((m) + (n)) * BW + (size_t)(2 * (n) + 3) * QW)
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+/* The per-target copies need GCC's target pragmas (Clang ignores them): other compilers build the portable one. */
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
 #define LANES_X86 1
 #endif
 
