@@ -42,7 +42,7 @@ def device_report() -> str:
     )
 
 
-RESULT_NAMES = ("metric", "extraction", "scaling", "kernel")
+RESULT_NAMES = ("metric", "extraction", "scaling")
 #: Where the committed results live on GitHub (used only when no local copy is found, e.g. in Colab).
 RESULTS_URL = "https://raw.githubusercontent.com/socm-book/socm-book/main/benchmarks/results/{name}.json"
 
