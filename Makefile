@@ -19,7 +19,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cf
 .PHONY: venv book assignments build-book editions student build-student-book student-book build-pdf pdf test test-suite test-kernels test-floors notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt pyproject.toml setup.py socm_lib/_lanes.c socm_lib/_lanes_body.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
@@ -82,7 +82,7 @@ test-kernels: venv
 # The library's tests of the code that calls its dependencies, with every dependency at its floor
 FLOORS := .venv-floors
 FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_data.py tests/test_errors.py
-$(FLOORS)/.installed: requirements-floors.txt pyproject.toml
+$(FLOORS)/.installed: requirements-floors.txt pyproject.toml setup.py socm_lib/_lanes.c socm_lib/_lanes_body.h
 	rm -rf $(FLOORS)
 	$(PYTHON) -m venv $(FLOORS)
 	$(FLOORS)/bin/python -m pip install -q -r requirements-floors.txt

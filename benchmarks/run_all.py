@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("bench_metric.py", "bench_extraction.py", "bench_scaling.py")
+SCRIPTS = ("bench_metric.py", "bench_extraction.py", "bench_scaling.py", "bench_kernel.py")
 
 
 def main(argv=None) -> int:
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(HERE))
     import common
 
-    for name in ("metric", "extraction"):
+    for name in ("metric", "extraction", "kernel"):
         path = common.results_dir(args.quick) / f"{name}.json"
         if path.exists():
             record = json.loads(path.read_text())

@@ -74,6 +74,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     from .encoders import load_encoder, provenance
     from .extract import token_embeddings
     from .pairs import socm_pairs, torch_svd
+    from .nuclear import kernel_report
     from .report import device_report
 
     pool = corpus()["text"]
@@ -87,6 +88,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
         "device": str(device),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "machine": {"platform": platform.platform(), "report": device_report()},
+        "cpu_nuclear_norms": kernel_report(),  # the CPU reference's route: compiled lane kernel or LAPACK
         "encoder": provenance(enc),
         "texts": n_texts,
         "pairs": n_texts * (n_texts - 1) // 2,
@@ -142,7 +144,8 @@ def summary(report: dict) -> str:
     where = (f" ({report['gpu']})" if report["gpu"] else " -- CPU only: no CUDA device on this machine"
              if not torch.cuda.is_available() else " -- the CPU was chosen; pass --device cuda to check the GPU")
     lines = [f"device: {report['device']}{where}",
-             f"encoder: {report['encoder']['name']}; {report['texts']} texts, {report['pairs']} pairs"]
+             f"encoder: {report['encoder']['name']}; {report['texts']} texts, {report['pairs']} pairs",
+             f"CPU reference: {report['cpu_nuclear_norms']}"]
     t = THRESHOLDS
     for name, check in report["checks"].items():
         if "skipped" in check:

@@ -42,7 +42,8 @@ How the engine is fast and still exact:
   its result arrays, :func:`socm_lib.socm_summary` folds them into running sums, histograms and
   top-k lists, in memory bounded by the block size.
 
-Backends and precision. ``backend="auto"`` takes numpy (BLAS products, LAPACK ``gesdd``) on the
+Backends and precision. ``backend="auto"`` takes numpy (BLAS products; the nuclear norms from the
+compiled lane kernel of :mod:`socm_lib.nuclear`, or LAPACK ``gesdd`` where it is not built) on the
 CPU and torch on a GPU; ``backend="torch"`` runs the GPU's path (torch matmul; singular values of each
 block's matrices at once by the batched one-sided Jacobi of :mod:`socm_lib.jacobi` on a GPU when a side
 exceeds 32, which cuSOLVER does not batch, else batched ``torch.linalg.svdvals`` on at most
@@ -73,6 +74,7 @@ from .checks import (as_bool, as_cloud, as_clouds, as_device, as_dtype, as_int, 
                      show_progress)
 from .jacobi import batched_svdvals
 from .memo import LRUCache
+from .nuclear import nuclear_norms
 from .stats import normalized_mean_and_scale, unit_scale
 
 BACKENDS = ("auto", "numpy", "torch")
@@ -351,13 +353,14 @@ def torch_svd(solver: str):
 def _nuclear_norms(G: torch.Tensor, use_torch: bool) -> np.ndarray:
     """Sum of singular values of each ``p x q`` matrix in the batch ``G`` (shape ``(..., p, q)``), as float64 numpy.
 
-    The numpy path hands the batch to LAPACK's ``gesdd`` as it is (a strided view: no copy is made
-    here). The torch path takes the whole batch at once in the batched Jacobi solver
-    (:func:`socm_lib.jacobi.batched_svdvals`), or calls ``torch.linalg.svdvals`` on at most
+    The numpy path hands the batch, as it is (a strided view: no copy is made here), to
+    :func:`socm_lib.nuclear.nuclear_norms`: the compiled lane kernel, many matrices at once, or LAPACK's
+    ``gesdd`` where the kernel is not built. The torch path takes the whole batch at once in the batched Jacobi
+    solver (:func:`socm_lib.jacobi.batched_svdvals`), or calls ``torch.linalg.svdvals`` on at most
     :func:`_svd_batch` matrices at a time (:func:`_torch_solver` chooses).
     """
     if not use_torch:
-        return np.linalg.svd(G.numpy(), compute_uv=False).sum(axis=-1).astype(np.float64)
+        return nuclear_norms(G.numpy())
     batch, (p, q) = G.shape[:-2], G.shape[-2:]
     flat = G.reshape(-1, p, q)
     if _torch_solver(flat) == "jacobi":

@@ -27,15 +27,18 @@ def summary_lines(summary: dict, digits: int = DIGITS) -> list[str]:
 
 
 def device_report() -> str:
-    """Where the work runs: CPU threads, GPU name if any, library versions (not for compared outputs)."""
+    """Where the work runs: CPU threads, GPU name if any, library versions, the route of the CPU's nuclear norms
+    (:func:`socm_lib.nuclear.kernel_report`); not for compared outputs."""
     import transformers
 
     import torch
 
+    from .nuclear import kernel_report
+
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
     return (
         f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}; "
-        f"CPU threads: {torch.get_num_threads()}; GPU: {gpu}"
+        f"CPU threads: {torch.get_num_threads()}; GPU: {gpu}; {kernel_report()}"
     )
 
 

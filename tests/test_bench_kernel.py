@@ -1,0 +1,49 @@
+"""The committed lane-kernel benchmark (benchmarks/results/kernel.json): which kernel ran, and every figure and
+verdict follows from the recorded runs."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from socm_lib.viz import benchmarking
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return benchmarking.load_results(RESULTS, names=("kernel",))["kernel"]
+
+
+def test_the_kernel_that_ran_is_recorded(kernel):
+    assert kernel["command"] == "python benchmarks/bench_kernel.py" and not kernel["quick"]
+    ran = kernel["kernel"]
+    assert ran["variant"] in ran["variants_here"] and ran["variant"] in ran["report"]
+
+
+def test_ratios_are_quotients_of_the_recorded_runs(kernel):
+    for name, e in kernel["end_to_end"].items():
+        medians = {r: float(np.median(runs)) for r, runs in e["runs_s"].items()}
+        assert medians == pytest.approx(e["median_s"], rel=1e-12), name
+        assert e["ratio"] == pytest.approx(medians["lapack"] / medians["kernel"], rel=1e-12), name
+    for kind, m in kernel["matrices"].items():
+        us = m["us_per_matrix"]
+        assert m["ratio"] == pytest.approx(us["lapack"] / us["kernel"], rel=1e-9), kind
+
+
+def test_verdicts_follow_from_the_figures(kernel):
+    t = kernel["targets"]
+    worst = max(m["max_rel_diff"] for m in kernel["matrices"].values())
+    assert t["exactness"]["max_rel_err"] == worst
+    assert t["exactness"]["met"] == (worst <= t["exactness"]["threshold"])
+    assert all(m["zero_matrices_equal"] for m in kernel["matrices"].values())
+    speed = t["speedup_384"]
+    assert speed["ratio"] == kernel["end_to_end"]["socm_pairs d=384"]["ratio"]
+    assert speed["met"] == (speed["ratio"] >= speed["threshold"])
+    peak = t["peak_memory"]
+    assert peak["met"] == (peak["kernel_mib"] <= 1.05 * peak["lapack_mib"] + 4)
+    for name, e in kernel["end_to_end"].items():
+        if "d_sigma_max_rel_diff" in e:
+            assert e["d_sigma_max_rel_diff"] <= 1e-12, name
+    assert len(benchmarking.targets_table(t)) == len(t)
