@@ -6,11 +6,14 @@ module):
 
 0. foundations, importing nothing of the package: :mod:`~socm_lib.checks` (validation, shared errors),
    :mod:`~socm_lib.memo` (bounded caches), :mod:`~socm_lib.paper` (the paper's published numbers, the only
-   place they are typed), :mod:`~socm_lib.report` (plain-text reports);
-1. core mathematics: :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`, :mod:`~socm_lib.pairs` (the exact engine),
+   place they are typed);
+1. core mathematics: :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`, :mod:`~socm_lib.nuclear` (nuclear norms of
+   many small matrices: the compiled lane kernel, or LAPACK), :mod:`~socm_lib.jacobi` (the batched one-sided
+   Jacobi for the torch path), :mod:`~socm_lib.pairs` (the exact engine),
    :mod:`~socm_lib.summary` (streamed summaries of millions of pairs), :mod:`~socm_lib.reference` (the slow,
    obviously correct low-rank reference the tests and benchmarks use), :mod:`~socm_lib.authors_route` (the
-   paper's released d x d route, regulariser included), and this package's front (it loads only this layer;
+   paper's released d x d route, regulariser included), :mod:`~socm_lib.report` (plain-text reports of the
+   machine and the engine's route), and this package's front (it loads only this layer;
    the names of higher layers are loaded on first use);
 2. models and data: :mod:`~socm_lib.q4` (the 4-bit weight format), :mod:`~socm_lib.e5_4bit`,
    :mod:`~socm_lib.encoders`, :mod:`~socm_lib.extract`, :mod:`~socm_lib.data`;
@@ -23,8 +26,9 @@ module):
 """
 #: Every module's layer (the list above); a subpackage's modules share its entry.
 LAYERS = {
-    "checks": 0, "memo": 0, "paper": 0, "report": 0,
-    "__init__": 1, "stats": 1, "bures": 1, "pairs": 1, "summary": 1, "reference": 1, "authors_route": 1,
+    "checks": 0, "memo": 0, "paper": 0,
+    "__init__": 1, "stats": 1, "bures": 1, "nuclear": 1, "jacobi": 1, "pairs": 1, "summary": 1, "reference": 1,
+    "authors_route": 1, "report": 1,
     "q4": 2, "e5_4bit": 2, "encoders": 2, "extract": 2, "data": 2,
     "protocol": 3, "layers": 3, "downstream": 3, "control": 3,
     "cli": 4, "gpu_check": 4, "__main__": 4, "course": 4,

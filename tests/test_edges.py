@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import numpy as np
 import pytest
 
@@ -203,6 +204,9 @@ def test_available_memory_reads_the_cgroup_limit(tmp_path, monkeypatch, version)
     if version == "v1":
         files = [(str(tmp_path / "absent.max"), str(tmp_path / "absent.current"))] + files
     monkeypatch.setattr(pairs, "CGROUP_FILES", tuple(files))
+    real_open = open  # the host's MemAvailable held still (it moves between two reads on a busy machine)
+    monkeypatch.setattr(pairs, "open", lambda path, *a, **k: io.StringIO("MemAvailable: 8388608 kB\n")
+                        if path == "/proc/meminfo" else real_open(path, *a, **k), raising=False)
     assert pairs.available_memory() == 200 * 2**20
     limit.write_text("max\n")
     host = pairs.available_memory()

@@ -23,6 +23,11 @@ def test_import_socm_lib_loads_no_plotting_or_widgets():
     assert out.strip() == "[]"
 
 
+def _is_submodule(folder: Path, name: str) -> bool:
+    """Whether ``folder`` holds a module ``name``: a ``.py`` file, a subpackage or a compiled extension."""
+    return (folder / f"{name}.py").is_file() or (folder / name).is_dir() or any(folder.glob(f"{name}.*.so"))
+
+
 def _imported_modules(path: Path) -> set[str]:
     """Every module a file imports, as absolute dotted names (relative imports resolved)."""
     tree = ast.parse(path.read_text())
@@ -34,7 +39,9 @@ def _imported_modules(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = package.rsplit(".", node.level - 1)[0] if node.level else ""
             mod = f"{base}.{node.module}" if node.level and node.module else (node.module or base)
-            names.add(mod)
+            folder = PACKAGE.parent.joinpath(*mod.split("."))
+            if node.module or not all(_is_submodule(folder, a.name) for a in node.names):
+                names.add(mod)  # ``from . import name`` of submodules only does not run into the package's front
             names |= {f"{mod}.{a.name}" for a in node.names}
     return names
 
