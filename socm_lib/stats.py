@@ -67,7 +67,7 @@ def concentration_ratio(X) -> float:
     r"""Concentration ratio :math:`c(X) = S(X)/\lVert\mu(X)\rVert^2`.
 
     Scale-free; after normalisation it equals :math:`\operatorname{tr}\Sigma`. Small values mean the
-    tokens huddle around their mean (Chapter 7).
+    tokens huddle around their mean (Chapter 8).
     """
     X = as_cloud(X, "X")
     return spread(X) / float(mean_norm(X, "X")) ** 2
@@ -78,7 +78,7 @@ def avg_intra_cosine(X) -> float:
 
     Computed without forming the matrix: with unit tokens :math:`\hat x_j`,
     :math:`\frac{1}{n^2}\sum_{j,k}\hat x_j^\top \hat x_k = \lVert \frac1n\sum_j \hat x_j\rVert^2`.
-    If all tokens have equal norm, :math:`c = 1/\text{avgcos} - 1` (Chapter 7).
+    If all tokens have equal norm, :math:`c = 1/\text{avgcos} - 1` (Chapter 8).
     """
     X = as_cloud(X, "X")
     norms = torch.linalg.vector_norm(X, dim=1, keepdim=True)

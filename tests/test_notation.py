@@ -83,7 +83,7 @@ def test_the_collector_sees_symbols_and_skips_upright_text():
 
 
 def test_the_check_fails_on_a_page_that_misses_a_symbol():
-    chapter = BOOK / "ch06b_paper_route.md"
+    chapter = BOOK / "ch07_paper_route.md"
     page = (BOOK / "notation.md").read_text()
     assert unlisted(page, [chapter]) == {}
     without = "\n".join(line for line in page.splitlines() if not line.startswith("| $H$"))
