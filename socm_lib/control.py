@@ -1,4 +1,4 @@
-r"""What the initialisation scheme alone predicts for the untrained control (notebook 5; Chapter 8).
+r"""What the initialisation scheme alone predicts for the untrained control (notebook 5; Chapter 9).
 
 The control ``untrained-minilm-l6`` is a BERT-type encoder whose weights were never trained: they are
 drawn by the BERT initialisation scheme. At the embedding layer (hidden state 0) token :math:`j` of a
@@ -36,7 +36,7 @@ and :math:`\alpha` the share of the word in the token-specific rest; equal stand
     \lVert\mu\rVert^2 = \beta + (1-\beta)\,\frac{\alpha q + (1-\alpha) n}{n^2}, \qquad
     c = \frac{1}{\lVert\mu\rVert^2} - 1,
 
-the second by the equal-norm identity :math:`c = 1/\overline{\cos} - 1` (Chapter 7), because
+the second by the equal-norm identity :math:`c = 1/\overline{\cos} - 1` (Chapter 8), because
 :math:`\overline{\cos} = \lVert\mu\rVert^2` for unit tokens. Two texts with lengths :math:`n_1, n_2`
 sharing :math:`k = \sum_t m^{(1)}_t m^{(2)}_t` token occurrences ([CLS] and [SEP] give :math:`k \ge 2`)
 have

@@ -1,4 +1,4 @@
-r"""SOCM next to downstream quality and labelled pairs (book, Chapter 8; notebooks 7 and 8).
+r"""SOCM next to downstream quality and labelled pairs (book, Chapter 9; notebooks 7 and 8).
 
 Small helpers shared by the two notebooks:
 
@@ -117,7 +117,7 @@ def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Uncertainty, effect sizes and lexical overlap for the labelled pairs (notebooks 7 and 8, Chapter 8).
+# Uncertainty, effect sizes and lexical overlap for the labelled pairs (notebooks 7 and 8, Chapter 9).
 #
 # The pairs of one kind are treated as an independent sample of that kind; every interval is a percentile bootstrap
 # with a fixed seed, so a notebook prints the same interval on every run.

@@ -1,4 +1,4 @@
-r"""Concentration and SOCM layer by layer (book, Chapter 7; notebook 6).
+r"""Concentration and SOCM layer by layer (book, Chapter 8; notebook 6).
 
 :func:`layer_profile` runs the encoder once, keeps the token clouds of every hidden
 state (index 0 = embedding output, ``L`` = last layer, the paper's
@@ -91,7 +91,7 @@ def norm_check(clouds) -> pd.DataFrame:
 
     Columns ``tokens, concentration, equal_norm_prediction, norm_cv`` (coefficient of variation of the
     token norms, population standard deviation over mean). The prediction is exact when ``norm_cv`` is 0
-    (Chapter 7, equal-norm identity); unequal norms make the true ratio larger or smaller.
+    (Chapter 8, equal-norm identity); unequal norms make the true ratio larger or smaller.
     """
     rows = []
     for c in clouds:

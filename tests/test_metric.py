@@ -236,7 +236,7 @@ def test_one_token_cloud_gives_other_trace(normalize):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# 5. Properties (a)-(e) of SOCM = (1 - d_mu) d_sigma (BRIEF 1.3), on computed results
+# 5. Properties (a)-(e) of SOCM = (1 - d_mu) d_sigma (Theorem thm-ch04-properties, as Hara et al. list them), on computed results
 # ----------------------------------------------------------------------------------------------------------
 def test_socm_is_product_and_factors_in_range(ragged):
     res = socm_lib.socm_pairs(ragged, device="cpu")

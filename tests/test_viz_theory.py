@@ -80,6 +80,25 @@ def test_w2_decomposition_bars_are_the_closed_form_parts():
         theory.w2_decomposition(np.ones((3, 5)), np.ones((4, 5)))
 
 
+def test_the_w2_bar_is_the_cost_of_an_explicit_coupling():
+    """The map T pushes Sigma_1 to Sigma_2, and the coupling's cost, computed from T alone, is the Bures formula's W_2^2."""
+    rng = np.random.default_rng(5)
+    for d in (2, 5):
+        F1, F2 = rng.normal(size=(d, d)), rng.normal(size=(d, d))
+        S1, S2 = F1 @ F1.T + 0.1 * np.eye(d), F2 @ F2.T  # non-commuting; Sigma_2 may be near-singular
+        m1, m2 = rng.normal(size=d), rng.normal(size=d)
+        cost, T = theory.linear_map_coupling(m1, S1, m2, S2)
+        np.testing.assert_allclose(T, T.T, atol=1e-10)
+        np.testing.assert_allclose(T @ S1 @ T, S2, atol=1e-9)
+        assert cost == pytest.approx(socm_lib.gaussian_w2_sq(m1, S1, m2, S2), rel=1e-9)
+        # a Monte Carlo estimate of E||X - Y||^2 for that coupling agrees too
+        X = m1 + rng.multivariate_normal(np.zeros(d), S1, size=200_000)
+        Y = m2 + (X - m1) @ T.T
+        assert float(((X - Y) ** 2).sum(axis=1).mean()) == pytest.approx(cost, rel=2e-2)
+    with pytest.raises(ValueError, match="singular"):
+        theory.linear_map_coupling(np.zeros(2), np.diag([1.0, 0.0]), np.zeros(2), np.eye(2))
+
+
 def test_coupling_and_procrustes_costs_are_w2_and_bures():
     """Left: the cheapest permutation (checked against all 4! of them); right: BW^2 of the covariances, below it."""
     from itertools import permutations

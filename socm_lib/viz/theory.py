@@ -8,7 +8,8 @@ the numbers printed beside it come from the same code:
 * :func:`pair_on_surface` -- two clouds in :math:`\mathbb R^2` after normalisation, beside the SOCM surface
   :math:`(1-d_\mu)\,d_\Sigma` with the pair's point (Chapters 3 and 4);
 * :func:`w2_decomposition` -- the Gaussian fits of two normalised clouds in :math:`\mathbb R^2` and the split
-  :math:`W_2^2 = \lVert\mu_1-\mu_2\rVert^2 + \mathrm{BW}^2(\Sigma_1,\Sigma_2)` as a stacked bar (Chapter 5);
+  :math:`W_2^2 = \lVert\mu_1-\mu_2\rVert^2 + \mathrm{BW}^2(\Sigma_1,\Sigma_2)` as a stacked bar, beside the
+  cost of the explicit coupling :math:`Y = \mu_2 + T(X - \mu_1)` (Chapter 5);
 * :func:`coupling_and_procrustes` -- two small centred clouds joined by their optimal coupling and by their
   Procrustes matching, whose costs are :math:`W_2^2` of the clouds and :math:`\mathrm{BW}^2` (Chapters 5 and 6).
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..bures import bures_wasserstein_sq, gaussian_w2_sq
+from ..bures import bures_wasserstein_sq
 from ..pairs import socm
 from ..stats import cloud_covariance, cloud_mean, concentration_ratio, normalize_cloud
 from .plots import _COLORS, _as_array, _draw_cloud, _new_axes, clouds_2d, covariance_ellipse, socm_surface
@@ -118,15 +119,17 @@ def w2_decomposition(X1, X2, *, labels=("text 1", "text 2"), title: str | None =
     Left: the fits :math:`\mathcal N(\mu_i, \Sigma_i)` as 75% ellipses, the mean shift :math:`\mu_1 \to \mu_2` as
     an arrow, and fit 1 translated to :math:`\mu_2` (dashed): the transport first moves the mean, then reshapes
     the dashed ellipse into the second one. Right: a stacked bar of :math:`\lVert\mu_1-\mu_2\rVert^2` (mean part)
-    and :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)` (shape part) beside a bar of :math:`W_2^2` computed directly by
-    :func:`socm_lib.gaussian_w2_sq`, with their values.
+    and :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)` (shape part) beside a bar of the cost of one explicit coupling,
+    :math:`X \sim \mathcal N(\mu_1, \Sigma_1)` and :math:`Y = \mu_2 + T(X - \mu_1)` with the linear map
+    :math:`T` of the book's ``eq-ch05-map`` (:func:`linear_map_coupling`), with their values. The two bars are
+    computed independently: they agree because that coupling is optimal. Needs an invertible :math:`\Sigma_1`.
     """
     N1, N2 = normalize_cloud(_planar(X1, "X1")), normalize_cloud(_planar(X2, "X2"))
     mu1, mu2 = cloud_mean(N1), cloud_mean(N2)
     S1, S2 = cloud_covariance(N1), cloud_covariance(N2)
     mean_part = float(((mu1 - mu2) ** 2).sum())
     shape_part = float(bures_wasserstein_sq(S1, S2))
-    w2 = float(gaussian_w2_sq(mu1, S1, mu2, S2))
+    w2, _ = linear_map_coupling(mu1.numpy(), S1.numpy(), mu2.numpy(), S2.numpy())
     m1, m2, C1, C2 = (t.numpy() for t in (mu1, mu2, S1, S2))
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, gridspec_kw={"width_ratios": (1.2, 1)})
     for m, C, color, label in ((m1, C1, _COLORS[0], labels[0]), (m2, C2, _COLORS[1], labels[1])):
@@ -146,19 +149,48 @@ def w2_decomposition(X1, X2, *, labels=("text 1", "text 2"), title: str | None =
     left.legend(fontsize=7, loc="best")
     right.bar([0], [mean_part], color="tab:gray", label=r"mean part $\|\mu_1-\mu_2\|^2$")
     right.bar([0], [shape_part], bottom=[mean_part], color="tab:purple", label=r"shape part $\mathrm{BW}^2$")
-    right.bar([1], [w2], color="tab:green", label=r"$W_2^2$ of the two Gaussians")
+    right.bar([1], [w2], color="tab:green", label=r"cost of the coupling $Y = \mu_2 + T(X - \mu_1)$")
     for y, text in ((mean_part / 2, f"{mean_part:.4f}"), (mean_part + shape_part / 2, f"{shape_part:.4f}")):
         right.text(0, y, text, ha="center", va="center", color="white", fontsize=9)
     right.text(1, w2 / 2, f"{w2:.4f}", ha="center", va="center", color="white", fontsize=9)
-    right.set_xticks([0, 1], [r"$\|\mu_1-\mu_2\|^2 + \mathrm{BW}^2$", r"$W_2^2$"])
+    right.set_xticks([0, 1], [r"$\|\mu_1-\mu_2\|^2 + \mathrm{BW}^2$", r"$\mathbb{E}\,\|X - Y\|^2$"])
     right.set_ylim(0, 1.3 * max(w2, mean_part + shape_part))
     right.legend(fontsize=8, loc="upper center", ncol=1)
-    right.set_title(f"{mean_part:.4f} + {shape_part:.4f} = {mean_part + shape_part:.4f};  $W_2^2$ = {w2:.4f}",
+    right.set_title(f"{mean_part:.4f} + {shape_part:.4f} = {mean_part + shape_part:.4f};  coupling cost {w2:.4f}",
                     fontsize=10)
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def linear_map_coupling(mu1, S1, mu2, S2) -> tuple[float, np.ndarray]:
+    r"""Cost of the coupling :math:`Y = \mu_2 + T(X - \mu_1)`, :math:`X \sim \mathcal N(\mu_1, \Sigma_1)`, and its map :math:`T`.
+
+    :math:`T = \Sigma_1^{-1/2} (\Sigma_1^{1/2} \Sigma_2 \Sigma_1^{1/2})^{1/2} \Sigma_1^{-1/2}` (the book's
+    ``eq-ch05-map``) satisfies :math:`T \Sigma_1 T = \Sigma_2`, so :math:`Y \sim \mathcal N(\mu_2, \Sigma_2)`, and the
+    coupling's cost is, exactly,
+
+    .. math:: \mathbb E \lVert X - Y \rVert^2 = \lVert \mu_1 - \mu_2 \rVert^2
+              + \operatorname{tr}\big((I - T)\,\Sigma_1 (I - T)^\top\big),
+
+    computed in float64 from :math:`T`, without the Bures formula. Returns ``(cost, T)``. Raises ValueError when
+    :math:`\Sigma_1` is singular (the map needs :math:`\Sigma_1^{-1/2}`; the book's attainment proof covers that case
+    with another coupling).
+    """
+    m1, m2 = np.asarray(mu1, dtype=float), np.asarray(mu2, dtype=float)
+    S1, S2 = np.asarray(S1, dtype=float), np.asarray(S2, dtype=float)
+    lam, V = np.linalg.eigh((S1 + S1.T) / 2)
+    if lam[0] <= 1e-12 * max(lam[-1], 1e-300):
+        raise ValueError(f"Sigma_1 is singular (smallest eigenvalue {lam[0]:.3g}): the linear map T needs an "
+                         "invertible Sigma_1; use clouds with at least d + 1 tokens in general position.")
+    root = (V * np.sqrt(lam)) @ V.T
+    inv_root = (V / np.sqrt(lam)) @ V.T
+    mu, W = np.linalg.eigh(root @ S2 @ root)
+    middle = (W * np.sqrt(mu.clip(min=0))) @ W.T
+    T = inv_root @ middle @ inv_root
+    D = np.eye(len(m1)) - T
+    return float(((m1 - m2) ** 2).sum() + np.trace(D @ S1 @ D.T)), T
 
 
 def _matching_panel(ax, P, Q, title: str, labels):
@@ -183,7 +215,7 @@ def coupling_and_procrustes(X1, X2, *, labels=("text 1", "text 2"), title: str |
     Left: the centred tokens :math:`x_j - \mu_1` and :math:`y_{\sigma(j)} - \mu_2` joined by transport lines, for
     the permutation :math:`\sigma` of least cost (:func:`scipy.optimize.linear_sum_assignment`); by Birkhoff's
     theorem the mean squared length is :math:`W_2^2` of the two centred empirical clouds. Right: the centred
-    tokens of text 1 against the rows of :math:`Q(Y - \mathbf 1\mu_2^\top)`, with :math:`Q \in O(n)` the Procrustes
+    tokens of text 1 against the rows of :math:`\Omega(Y - \mathbf 1\mu_2^\top)`, with :math:`\Omega \in O(n)` the Procrustes
     solution on token positions (Corollary ``cor-ch06-procrustes``); the mean squared length is
     :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)`, at most the left panel's. No normalisation. Returns the Figure and
     the two costs ``(w2_sq, bw_sq)``.
@@ -195,13 +227,14 @@ def coupling_and_procrustes(X1, X2, *, labels=("text 1", "text 2"), title: str |
         raise ValueError(f"The two clouds need the same number of tokens, got {len(X)} and {len(Y)}.")
     Cx, Cy = X - X.mean(axis=0), Y - Y.mean(axis=0)
     rows, cols = linear_sum_assignment(((Cx[:, None, :] - Cy[None, :, :]) ** 2).sum(axis=-1))
-    U, _, Vt = np.linalg.svd(Cy @ Cx.T)  # Q maximising tr(Q Cy Cx^T) is V U^T
-    Q = Vt.T @ U.T
+    U, _, Vt = np.linalg.svd(Cy @ Cx.T)  # Omega maximising tr(Omega Cy Cx^T) is V U^T
+    Omega = Vt.T @ U.T
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize)
     w2_sq = _matching_panel(left, Cx[rows], Cy[cols], "optimal coupling of the centred clouds (a permutation)",
                             labels)
-    bw_sq = _matching_panel(right, Cx, Q @ Cy, "Procrustes matching: rows of $Q(Y - \\mathbf{1}\\mu_2^\\top)$",
-                            (labels[0], f"{labels[1]}, mixed by $Q$"))
+    bw_sq = _matching_panel(right, Cx, Omega @ Cy,
+                            "Procrustes matching: rows of $\\Omega(Y - \\mathbf{1}\\mu_2^\\top)$",
+                            (labels[0], f"{labels[1]}, mixed by $\\Omega$"))
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
