@@ -280,7 +280,36 @@ class ColabBadgePreprocessor(Preprocessor):
         return nb, resources
 
 
-PLAIN = [GluePreprocessor, ReferencePreprocessor, CitationPreprocessor, MacroPreprocessor, ColabBadgePreprocessor]
+SOLUTION_TAG = "solution"
+TASK_HEADING = re.compile(r"^###\s+(Task\s+\d+)", re.M)
+
+
+class SolutionPreprocessor(Preprocessor):
+    """Every "Your turn" solution (a code cell tagged `solution`) collapsed until the reader opens it, and not run.
+
+    The book folds a solution's code behind a toggle (tag `hide-input`), which Jupyter and Colab ignore. In the
+    edition the cell's outputs are cleared (they would show the answer), JupyterLab collapses its code and outputs
+    (`metadata.jupyter.source_hidden`/`outputs_hidden`), and Colab shows it as a form (`metadata.cellView`), that is
+    as its first line ``#@title Solution to Task k (click to open)`` with the code hidden. The code itself is the
+    book's: it computes into `solution`, never into the student's `answer`.
+    """
+
+    def preprocess(self, nb, resources):
+        task = "the task"
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                task = (TASK_HEADING.findall(cell.source) or [task])[-1]
+            elif SOLUTION_TAG in cell.metadata.get("tags", []):
+                cell.source = f"#@title Solution to {task} (click to open)\n{cell.source}"
+                cell.outputs, cell.execution_count = [], None
+                cell.metadata.pop("execution", None)
+                cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+                cell.metadata["cellView"] = "form"
+        return nb, resources
+
+
+PLAIN = [GluePreprocessor, ReferencePreprocessor, CitationPreprocessor, MacroPreprocessor, SolutionPreprocessor,
+         ColabBadgePreprocessor]
 
 
 def run_preprocessors(nb, preprocessors, resources):

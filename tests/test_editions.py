@@ -55,12 +55,34 @@ def test_no_myst_role_directive_target_or_book_macro_is_left(written, page):
             assert not pattern.search(source), f"{page}: {pattern.search(source)[0]!r} left in {source[:80]!r}"
 
 
+def _is_solution(cell):
+    return "solution" in cell.metadata.get("tags", [])
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_code_cells_and_outputs_are_the_notebooks_own(written, page):
+    """Every code cell keeps its code and outputs, except the solutions: collapsed, titled, and without outputs."""
     original = nbformat.read(ROOT / f"{page}.ipynb", as_version=4)
     nb = written[1][page]
-    assert [(c.cell_type, c.get("outputs")) for c in nb.cells] == [(c.cell_type, c.get("outputs")) for c in original.cells]
-    assert [c.source for c in nb.cells if c.cell_type == "code"] == [c.source for c in original.cells if c.cell_type == "code"]
+    assert [c.cell_type for c in nb.cells] == [c.cell_type for c in original.cells]
+    pairs = [(c, o) for c, o in zip(nb.cells, original.cells) if c.cell_type == "code"]
+    assert [(c.source, c.outputs) for c, o in pairs if not _is_solution(o)] == [
+        (o.source, o.outputs) for c, o in pairs if not _is_solution(o)]
+    for cell, orig in [(c, o) for c, o in pairs if _is_solution(o)]:
+        title, _, code = cell.source.partition("\n")
+        assert code == orig.source and re.fullmatch(r"#@title Solution to Task \d \(click to open\)", title), title
+        assert cell.outputs == [] and cell.execution_count is None
+        assert cell.metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+        assert cell.metadata["cellView"] == "form"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("notebooks/")])
+def test_every_solution_is_collapsed_and_titled_with_its_task(written, page):
+    nb = written[1][page]
+    solutions = [c for c in nb.cells if _is_solution(c)]
+    assert len(solutions) >= 2, f"{page}: {len(solutions)} solutions"
+    titles = [c.source.splitlines()[0] for c in solutions]
+    assert titles == [f"#@title Solution to Task {k} (click to open)" for k in range(1, len(titles) + 1)]
 
 
 @pytest.mark.parametrize("page", PAGES)
