@@ -3,7 +3,8 @@
     python scripts/grade.py --key _build/assignments/nb01/autograder/nb01-autograder.zip --out graded/ sub/*.ipynb
 
 Nothing a submission does can reach the judgement. Each submission runs in a Jupyter kernel of its own, in a fresh
-folder that holds only the notebook, a copy of the library and the files the notebooks read, under a Landlock
+folder that holds only the notebook, a copy of the library (without the practice checks' recipes, so that no call
+computes an expected value there) and the files the notebooks read, under a Landlock
 sandbox (scripts/sandbox.py): the kernel can read the Python installation and that folder, and nothing else, so
 neither the key (``--key``) nor the other submissions, and it can write only into its folder. The check cells
 (``check("nbXX.k", answer)``) are not run: in their place a cell prints the task's ``answer`` as plain JSON
@@ -101,7 +102,11 @@ def _workdir(nb: nbformat.NotebookNode) -> Path:
     from socm_lib import e5_4bit
 
     work = Path(tempfile.mkdtemp(prefix="socm-grade-"))
-    shutil.copytree(Path(socm_lib.__file__).parent, work / "socm_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    # the library without the practice checks' recipes (socm_lib/course/nbXX.py): in a graded run no call can
+    # compute an expected value (the check cells are not run; `check` and the registry are still importable)
+    shutil.copytree(Path(socm_lib.__file__).parent, work / "socm_lib",
+                    ignore=lambda folder, names: [n for n in names if n == "__pycache__"
+                                                  or (Path(folder).name == "course" and re.fullmatch(r"nb\d\d\.py", n))])
     editions.copy_data_files(ROOT, work)
     (work / "notebooks").mkdir(exist_ok=True)
     (work / "home" / "e5").mkdir(parents=True)
