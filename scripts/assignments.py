@@ -38,6 +38,7 @@ from grade import CHECK  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 POINTS = {"checked": 5, "open": 10}  # a task with a definite answer; an open task (the teaching page's rubric)
+BLANK = re.compile(r"^answer = None\b.*$", re.M)  # the line of a task cell where the student answers
 SELF_CHECK = re.compile(r"""^\s*check\(\s*["']nb\d\d\.\d+["']\s*,\s*solution\s*\)\s*$\n?""", re.M)
 README = """# Autograder of {lab}
 
@@ -104,7 +105,8 @@ def student_copy(lab: str, book: editions.Book) -> nbformat.NotebookNode:
 
 
 def solved_copy(lab: str, student: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The student copy with each task's official solution in its task cell, followed by ``answer = solution``."""
+    """The student copy with each task's official solution in its task cell, in place of ``answer = None``, followed
+    by ``answer = solution``."""
     source = nbformat.read(lab_path(lab), as_version=4)
     solutions = {}
     for i, cell in enumerate(source.cells):
@@ -115,8 +117,15 @@ def solved_copy(lab: str, student: nbformat.NotebookNode) -> nbformat.NotebookNo
     solved = nbformat.from_dict(json.loads(json.dumps(student)))
     for task in tasks(solved):
         cell = solved.cells[task["task"]]
-        cell.source = f"{solutions[cell.id]}\nanswer = solution"
+        cell.source = answered(cell.source, f"{solutions[cell.id]}\nanswer = solution")
     return solved
+
+
+def answered(task_cell: str, code: str) -> str:
+    """A task cell with its ``answer = None`` line replaced by ``code`` (the cell's other lines, e.g. data, kept)."""
+    if not BLANK.search(task_cell):
+        raise ValueError(f"a task cell without its 'answer = None' line: {task_cell[:80]!r}")
+    return BLANK.sub(lambda _: code, task_cell, count=1)
 
 
 def key(lab: str, student: nbformat.NotebookNode) -> dict:

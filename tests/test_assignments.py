@@ -56,7 +56,8 @@ def _with_task_cells(built, lab, code, tmp_path, name) -> Path:
     nb = _student(built, lab)
     for task in assignments.tasks(nb):
         if task["id"]:
-            nb.cells[task["task"]].source = code.format(id=task["id"])
+            cell = nb.cells[task["task"]]
+            cell.source = assignments.answered(cell.source, code.format(id=task["id"]))
     path = tmp_path / f"{name}.ipynb"
     nbformat.write(nb, path)
     return path
