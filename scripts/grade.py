@@ -16,8 +16,8 @@ forged results file can only change the numbers the kernel reports as answers, n
 comparison.
 
 Grading runs on one thread (``OMP_NUM_THREADS=1`` and the BLAS libraries' equivalents). For each submission it
-writes ``<out>/<notebook stem>.json``: the score, each task's verdict line and points, the seconds the run took,
-and the cells that raised. Needs Linux 5.13 or newer with Landlock enabled; elsewhere it refuses to grade.
+writes ``<out>/<notebook stem>.json``: the score, each task's verdict line and points, the seconds the run took
+(wall and CPU), and the cells that raised. Needs Linux 5.13 or newer with Landlock enabled; elsewhere it refuses to grade.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -142,8 +143,9 @@ def execute(work: Path, timeout: int, readable: list[Path]) -> None:
         nbformat.write(nb, work / "notebooks" / "executed.ipynb")
 
 
-def _run_sandboxed(work: Path, cell_timeout: int, timeout: int) -> float:
-    """Run the child that executes the submission; kill everything it started when it ends. Returns seconds."""
+def _run_sandboxed(work: Path, cell_timeout: int, timeout: int) -> tuple[float, float]:
+    """Run the child that executes the submission; kill everything it started when it ends. Returns the wall
+    seconds and the CPU seconds of the child and the kernel (on one thread, the wall time on an idle core)."""
     from socm_lib import e5_4bit
 
     home = work / "home"
@@ -151,7 +153,7 @@ def _run_sandboxed(work: Path, cell_timeout: int, timeout: int) -> float:
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "MPLCONFIGDIR": str(home / "mpl"), "TMPDIR": str(home),
            "XDG_CACHE_HOME": str(home / "cache"), "TOKENIZERS_PARALLELISM": "false", "PYTHONNOUSERSITE": "1",
            e5_4bit.CACHE_ENV: str(home / "e5")}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     readable = [arg for path in _readable() for arg in ("--read", str(path))]
     child = subprocess.Popen([sys.executable, __file__, "--execute", str(work), "--cell-timeout", str(cell_timeout),
                               *readable],
@@ -167,7 +169,12 @@ def _run_sandboxed(work: Path, cell_timeout: int, timeout: int) -> float:
         except ProcessLookupError:
             pass
         child.wait()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for descendants: the child, and its kernel
+    return usage.ru_utime + usage.ru_stime
 
 
 def _answers(work: Path, reports: dict[int, str]) -> tuple[dict[str, object], list[str]]:
@@ -226,14 +233,15 @@ def grade(key: dict, submission: Path, cell_timeout: int = 600, timeout: int = 3
     nb, reports = prepared(nbformat.read(submission, as_version=4))
     work = _workdir(nb)
     try:
-        seconds = _run_sandboxed(work, cell_timeout, timeout)
+        seconds, cpu_seconds = _run_sandboxed(work, cell_timeout, timeout)
         answers, errors = _answers(work, reports)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     tasks = judge(key, answers)
     return {"submission": submission.name, "lab": key["lab"], "score": sum(t["points"] for t in tasks),
             "max_score": sum(t["max_points"] for t in tasks), "tasks": tasks,
-            "graded_by_hand": key.get("graded_by_hand", []), "seconds": round(seconds, 1), "threads": 1,
+            "graded_by_hand": key.get("graded_by_hand", []), "seconds": round(seconds, 1),
+            "cpu_seconds": round(cpu_seconds, 1), "threads": 1,
             "errors": errors}
 
 

@@ -4,7 +4,9 @@
 
 Builds each lab's assignment (scripts/assignments.py) in a temporary folder, grades its unanswered student copy and
 its solved copy (scripts/grade.py, one thread), and merges into ``notebooks/grading.json`` per lab the seconds each
-took, with the machine's cores and its load average over the minute before each run (other work slows grading).
+took, wall and CPU, with the machine's cores and its load average over the minute before each run: on one thread
+the CPU time is what the run takes on an idle core, whatever else the machine was doing; the wall time grows with
+the load.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ def measure(lab: str, out: Path) -> dict:
     for name, notebook in (("unanswered", folder / "student" / f"{lab}.ipynb"), ("solved", solved)):
         load = os.getloadavg()[0]
         record = grade.grade(key, notebook)
-        result[name] = {"seconds": record["seconds"], "score": record["score"], "max_score": record["max_score"],
-                        "load_average_before": round(load, 2)}
+        result[name] = {"seconds": record["seconds"], "cpu_seconds": record["cpu_seconds"], "score": record["score"],
+                        "max_score": record["max_score"], "load_average_before": round(load, 2)}
     return result
 
 

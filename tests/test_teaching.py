@@ -153,5 +153,6 @@ def test_grading_time_is_measured_on_one_thread_for_every_lab():
     assert sorted(record["labs"]) == sorted(p.stem[:4] for p in (ROOT / "notebooks").glob("nb*.ipynb"))
     for lab, r in record["labs"].items():
         assert r["unanswered"]["score"] == 0 and r["solved"]["score"] == r["solved"]["max_score"] > 0, lab
-    assert record["labs"]["nb10"]["unanswered"]["seconds"] < 300, "nb10's unanswered submission grades in over 5 min"
+    # on one thread the CPU time is the time on an idle core
+    assert record["labs"]["nb10"]["unanswered"]["cpu_seconds"] < 300, "nb10's unanswered submission takes over 5 min"
     assert "notebooks/grading.json" in SOURCE and "one thread" in SOURCE
