@@ -9,7 +9,7 @@ cell and runs the check cell::
     from socm_lib.course import check
     check("nb01.2", answer)
 
-Every task is also registered in :mod:`socm_lib.course`'s registry (:func:`get_task`, :func:`all_tasks`).
+The registry is read with :func:`get_task` and :func:`all_tasks`; the expected values have no public function.
 
 :func:`check` prints one line: right, close (within about 1 %: give more digits), wrong (with the hint) or
 malformed (what form was expected). It never prints the expected value. :func:`verdict` returns the same
