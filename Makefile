@@ -8,7 +8,7 @@
 #   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
 #   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
 #   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
-#   make assignments   otter-grader assignments of every lab in _build/assignments/<lab>/ (student/, autograder/*.zip)
+#   make assignments   graded assignments of every lab in _build/assignments/<lab>/ (student/, autograder/*.zip)
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 #   make test-kernels   re-execute the float32 notebooks with torch on its baseline kernels, one thread (nbval-approx)
 #   make test-floors   the library tests in .venv-floors, every dependency at its pyproject.toml floor
@@ -109,8 +109,10 @@ $(FLOORS)/.installed: requirements-floors.txt pyproject.toml setup.py socm_lib/_
 test-floors: $(FLOORS)/.installed
 	$(FLOORS)/bin/python -m pytest -q $(FLOOR_TESTS)
 
-# autograded assignments (otter-grader): grade a submission with otter run -a <lab>/autograder/*.zip -o <dir> <nb>
+# graded assignments, from the student edition: grade submissions with
+#   $(PY) scripts/grade.py --key _build/assignments/<lab>/autograder/<lab>-autograder.zip --out <dir> <notebooks>
 assignments: venv
+	@test -f _build/html/objects.inv || { echo "build the book first: make build-book" >&2; exit 1; }
 	$(PY) scripts/assignments.py --out _build/assignments
 
 notebooks: venv

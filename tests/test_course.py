@@ -98,7 +98,7 @@ def test_task_rejects_wrong_and_malformed_answers(task):
     wrong = course.verdict(task.id, task.wrong_example)
     assert wrong.status == "wrong", f"{task.id}: the wrong example was judged {wrong.status}"
     assert course.verdict(task.id, MALFORMED[task.kind]).status == "malformed"
-    expected = course.expected_value(task.id)
+    expected = course._expected(task.id)
     shown = [wrong.line(), course.verdict(task.id, MALFORMED[task.kind]).line()]
     if task.kind in ("number", "array"):
         for x in np.atleast_1d(np.asarray(expected, dtype=float)):
@@ -124,7 +124,7 @@ def _forms(x: float):
 
 
 def test_numbers_in_every_form_are_accepted():
-    e = course.expected_value("nb01.1")
+    e = course._expected("nb01.1")
     for answer in _forms(e):
         assert course.verdict("nb01.1", answer).status == "right", type(answer)
     for answer in _forms(course.get_task("nb01.1").wrong_example):
@@ -138,22 +138,24 @@ def test_rounded_answers_meeting_the_stated_precision_are_right():
 
 
 def test_close_answers_are_told_to_give_more_digits():
-    e = course.expected_value("nb01.2")
+    e = course._expected("nb01.2")
     v = course.verdict("nb01.2", e * 1.004)  # 0.4 %: outside the tolerance, within about 1 %
     assert v.status == "close" and "more digits" in v.line()
     assert f"{e:.4f}" not in v.line() and f"{e:.3f}" not in v.line()
     assert course.verdict("nb01.2", e * 1.03).status == "wrong"
 
 
-@pytest.mark.parametrize("bad", ["0.1", [1.0, 2.0], np.zeros(3), True, None, {"a": 1}])
-def test_form_is_judged_before_anything_is_computed(monkeypatch, bad):
+@pytest.mark.parametrize("bad, status", [("0.1", "malformed"), ([1.0, 2.0], "malformed"), (np.zeros(3), "malformed"),
+                                         (True, "malformed"), ({"a": 1}, "malformed"), (None, "unanswered"),
+                                         (..., "unanswered")])
+def test_form_is_judged_before_anything_is_computed(monkeypatch, bad, status):
     calls = []
     task = course.Task(id="nb99.1", question="a spy", expected=lambda: calls.append(1) or 1.0, rtol=1e-3)
     monkeypatch.setitem(course._TASKS, task.id, task)
-    course.expected_value.cache_clear()
-    assert course.verdict(task.id, bad).status in ("malformed", "unanswered")
+    course._expected.cache_clear()
+    assert course.verdict(task.id, bad).status == status
     assert calls == []
-    course.expected_value.cache_clear()
+    course._expected.cache_clear()
 
 
 def test_expected_value_is_computed_once_and_without_progress_bars(monkeypatch, capsys):
@@ -169,7 +171,7 @@ def test_expected_value_is_computed_once_and_without_progress_bars(monkeypatch, 
 
     task = course.Task(id="nb99.2", question="a spy", expected=expected, rtol=1e-3)
     monkeypatch.setitem(course._TASKS, task.id, task)
-    course.expected_value.cache_clear()
+    course._expected.cache_clear()
     for answer in (2.0, 2.01, 3.0, 2.0):
         course.check(task.id, answer)
     assert calls == [1]
@@ -177,7 +179,7 @@ def test_expected_value_is_computed_once_and_without_progress_bars(monkeypatch, 
     assert "a bar" not in out.out + out.err
     assert out.out.splitlines() == ["nb99.2: right.", "nb99.2: close. Give more digits. Give 4 significant digits "
                                     "(right within a relative error of 1e-03).", "nb99.2: wrong.", "nb99.2: right."]
-    course.expected_value.cache_clear()
+    course._expected.cache_clear()
 
 
 @pytest.mark.parametrize("task", [t for t in _tasks() if t.kind in ("number", "array")], ids=lambda t: t.id)
@@ -223,19 +225,44 @@ def test_a_check_after_its_notebook_runs_no_load_and_no_forward_pass(task_id, mo
 
     monkeypatch.setattr(encoders, "_load", counted("loads", encoders._load))
     monkeypatch.setattr(extract, "_extract", counted("extractions", extract._extract))
-    course.expected_value.cache_clear()
+    course._expected.cache_clear()
     nb07._frame.cache_clear()
     assert course.verdict(task_id, namespace["solution"]).status == "right"
     assert work == {"loads": 0, "extractions": 0}
     if task_id.startswith("nb07"):  # the labelled pairs are costly to extract again; the other tasks show the rest
-        course.expected_value.cache_clear()
+        course._expected.cache_clear()
         return
     # the same computation with the caches emptied does load and extract: the counters can fail
-    course.expected_value.cache_clear()
+    course._expected.cache_clear()
     nb07._frame.cache_clear()
     encoders.load_encoder.cache_clear()
     extract.token_embeddings.cache_clear()
-    course.expected_value(task_id)
+    course._expected(task_id)
     assert work["loads"] >= 1 and work["extractions"] >= 1
-    course.expected_value.cache_clear()
+    course._expected.cache_clear()
     capsys.readouterr()
+
+
+def _plain(x):
+    """An answer as the grader reads it back from a kernel: JSON of numbers, strings and lists."""
+    import json
+
+    if hasattr(x, "tolist"):
+        x = x.tolist()
+    return json.loads(json.dumps(sorted(x, key=str) if isinstance(x, (set, frozenset)) else x))
+
+
+@pytest.mark.parametrize("task", _tasks(), ids=lambda t: t.id)
+def test_a_stored_key_judges_plain_answers_as_the_check_does(task):
+    """Grading judges from a stored entry (plain JSON) alone: the same verdict and line as the practice check."""
+    import json
+
+    entry = json.loads(json.dumps(course.key_entry(task)))
+    expected = course._expected(task.id)
+    for answer in (expected, task.wrong_example, MALFORMED[task.kind], None):
+        assert course.judge_entry(task.id, entry, _plain(answer)) == course.verdict(task.id, answer), answer
+
+
+def test_the_library_offers_students_no_expected_value():
+    assert not hasattr(course, "expected_value") and not hasattr(course, "grade")
+    assert not [name for name in dir(course) if "expected" in name.lower() and not name.startswith("_")]

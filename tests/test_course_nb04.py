@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from socm_lib.course import expected_value, get_task, verdict
+from socm_lib.course import _expected, get_task, verdict
 from socm_lib.course import nb04
 from socm_lib.viz.widgets import compare, source_texts
 
@@ -17,10 +17,10 @@ def comparison():
     return compare("untrained-minilm-l6", "all-minilm-l6", source_texts("corpus", nb04.SAMPLE, nb04.SAMPLE_SEED))
 
 
-def test_expected_values_match_the_solutions(comparison):
-    assert expected_value("nb04.1") == pytest.approx(comparison.mean_socm()["all-minilm-l6"], abs=1e-9)
+def test__expecteds_match_the_solutions(comparison):
+    assert _expected("nb04.1") == pytest.approx(comparison.mean_socm()["all-minilm-l6"], abs=1e-9)
     rho = spearmanr(comparison.results[0].socm, comparison.results[1].socm).statistic
-    assert expected_value("nb04.2") == pytest.approx(rho, abs=1e-9)
+    assert _expected("nb04.2") == pytest.approx(rho, abs=1e-9)
     assert verdict("nb04.1", comparison.mean_socm()["all-minilm-l6"]).status == "right"
 
 
@@ -30,15 +30,15 @@ def test_wrong_and_malformed_answers(task_id):
     assert verdict(task_id, task.wrong_example).status == "wrong"
     assert verdict(task_id, "a lot").status == "malformed"
     assert verdict(task_id, None).status == "unanswered"
-    expected = expected_value(task_id)
+    expected = _expected(task_id)
     for answer in (task.wrong_example, "a lot", None):
         line = verdict(task_id, answer).line()
         assert f"{expected:.4f}" not in line and repr(expected) not in line
 
 
 def test_the_tasks_are_not_trivial():
-    assert 0 < expected_value("nb04.1") < 2 and np.isfinite(expected_value("nb04.2"))
-    assert abs(expected_value("nb04.2")) < 0.99
+    assert 0 < _expected("nb04.1") < 2 and np.isfinite(_expected("nb04.2"))
+    assert abs(_expected("nb04.2")) < 0.99
 
 
 def test_the_e5_ratio_matches_the_solution_path():
@@ -46,7 +46,7 @@ def test_the_e5_ratio_matches_the_solution_path():
     c = compare("all-minilm-l6", "multilingual-e5-small-4bit", source_texts("corpus", nb04.SAMPLE, nb04.SAMPLE_SEED))
     means = c.mean_socm()
     ratio = means["all-minilm-l6"] / means["multilingual-e5-small-4bit"]
-    assert expected_value("nb04.4") == pytest.approx(ratio, abs=1e-9)
+    assert _expected("nb04.4") == pytest.approx(ratio, abs=1e-9)
     assert verdict("nb04.4", ratio).status == "right" and ratio > 2  # E5 collapses far more than all-MiniLM
     assert verdict("nb04.4", 1.008 * ratio).status == "close"  # beyond three significant figures, within about 1 %
     assert verdict("nb04.4", 1.02 * ratio).status == "wrong"

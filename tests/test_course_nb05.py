@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import socm_lib
-from socm_lib.course import expected_value, get_task, verdict
+from socm_lib.course import _expected, get_task, verdict
 from socm_lib.course import nb05
 
 IDS = ("nb05.1", "nb05.2", "nb05.3")
@@ -19,13 +19,13 @@ def runs():
             for name in ("all-minilm-l6", "untrained-minilm-l6")}
 
 
-def test_expected_values_match_the_solutions(runs):
-    assert expected_value("nb05.1") == pytest.approx(np.mean(runs["all-minilm-l6"].pairs.d_sigma > 1), abs=1e-12)
+def test__expecteds_match_the_solutions(runs):
+    assert _expected("nb05.1") == pytest.approx(np.mean(runs["all-minilm-l6"].pairs.d_sigma > 1), abs=1e-12)
     means = {name: float(np.mean(m.pairs.socm)) for name, m in runs.items()}
-    assert expected_value("nb05.2") == min(means, key=means.get)
+    assert _expected("nb05.2") == min(means, key=means.get)
     # the closed form 2(n - 1)/(n + 2) > T  <=>  n > (2 + 2T)/(2 - T)
     t = nb05.THRESHOLD
-    assert expected_value("nb05.3") == math.floor((2 + 2 * t) / (2 - t)) + 1
+    assert _expected("nb05.3") == math.floor((2 + 2 * t) / (2 - t)) + 1
 
 
 @pytest.mark.parametrize("task_id", IDS)
@@ -33,7 +33,7 @@ def test_wrong_and_malformed_answers(task_id):
     task = get_task(task_id)
     assert verdict(task_id, task.wrong_example).status == "wrong"
     assert verdict(task_id, "a lot" if task.kind != "choice" else "bert").status == "malformed"
-    expected = expected_value(task_id)
+    expected = _expected(task_id)
     wrong = verdict(task_id, task.wrong_example)
     shown = f"{expected:.4f}" if isinstance(expected, float) else str(expected)
     assert shown not in wrong.message  # a malformed choice lists the options, which is fine

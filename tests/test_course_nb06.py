@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import socm_lib
-from socm_lib.course import expected_value, get_task, verdict
+from socm_lib.course import _expected, get_task, verdict
 from socm_lib.course import nb06
 
 IDS = ("nb06.1", "nb06.2")
@@ -17,10 +17,10 @@ def mean_concentration():
     return np.array([np.mean([socm_lib.concentration_ratio(X) for X in clouds[l]]) for l in sorted(clouds)])
 
 
-def test_expected_values_match_a_direct_computation(mean_concentration):
+def test__expecteds_match_a_direct_computation(mean_concentration):
     c = mean_concentration
-    assert expected_value("nb06.1") == int(np.argmax(c[:-1] - c[1:])) + 1
-    assert expected_value("nb06.2") == pytest.approx(c[-1] / c[0], rel=1e-6)
+    assert _expected("nb06.1") == int(np.argmax(c[:-1] - c[1:])) + 1
+    assert _expected("nb06.2") == pytest.approx(c[-1] / c[0], rel=1e-6)
 
 
 @pytest.mark.parametrize("task_id", IDS)
@@ -28,6 +28,6 @@ def test_wrong_and_malformed_answers(task_id):
     task = get_task(task_id)
     assert verdict(task_id, task.wrong_example).status == "wrong"
     assert verdict(task_id, "layer one").status == "malformed"
-    expected = expected_value(task_id)
+    expected = _expected(task_id)
     line = verdict(task_id, task.wrong_example).line()
     assert (f"{expected:.4f}" if isinstance(expected, float) else f" {expected} ") not in line

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 import socm_lib
-from socm_lib.course import all_tasks, expected_value, verdict
+from socm_lib.course import all_tasks, _expected, verdict
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def test_tasks_are_registered():
 
 def test_task1_rho_of_socm_with_cosine(frame):
     rho = stats.spearmanr(frame["socm"], frame["cosine"]).statistic
-    assert expected_value("nb07.1") == pytest.approx(rho, abs=1e-4)
+    assert _expected("nb07.1") == pytest.approx(rho, abs=1e-4)
     assert verdict("nb07.1", rho).status == "right"
     assert -1 < rho < 0  # pairs with close means have small shape distances here too
 
@@ -39,7 +39,7 @@ def test_task2_ratio_without_special_tokens(frame):
     clouds = socm_lib.token_embeddings(enc, list(pairs["text_a"]) + list(pairs["text_b"]), special_tokens=False)
     res = socm_lib.socm_pairs(clouds, np.stack([np.arange(n), np.arange(n) + n], axis=1))
     ratio = float(np.mean(res.socm) / frame["socm"].mean())
-    assert expected_value("nb07.2") == pytest.approx(ratio, rel=1e-4)
+    assert _expected("nb07.2") == pytest.approx(ratio, rel=1e-4)
     assert abs(ratio - 1) > 0.01  # the answer changes when the special tokens are dropped: 1 (no work) is wrong
     assert verdict("nb07.2", ratio).status == "right"
     assert verdict("nb07.2", 1.0).status == "wrong"
@@ -57,7 +57,7 @@ def test_wrong_and_malformed_answers(task_id):
     bad = "not a number"
     v = verdict(task_id, bad)
     assert v.status == "malformed"
-    e = expected_value(task_id)
+    e = _expected(task_id)
     # a malformed choice lists every option (the expected one among them), so only the other verdicts are checked
     for answer in (task.wrong_example, bad):
         text = verdict(task_id, answer).line()

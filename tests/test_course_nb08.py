@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import socm_lib
-from socm_lib.course import all_tasks, expected_value, verdict
+from socm_lib.course import all_tasks, _expected, verdict
 
 
 def test_tasks_are_registered():
@@ -22,7 +22,7 @@ def test_task1_mean_overlap_of_negations():
         wb = {w for w in re.split(r"\W+", b.lower()) if w}
         values.append(len(wa & wb) / len(wa | wb))
     mean = sum(values) / len(values)
-    assert expected_value("nb08.1") == pytest.approx(mean, rel=1e-12)
+    assert _expected("nb08.1") == pytest.approx(mean, rel=1e-12)
     assert verdict("nb08.1", mean).status == "right"
     assert 0.5 < mean < 1  # a negation reuses most words
 
@@ -36,7 +36,7 @@ def test_task2_interval_of_negation_dsigma():
     rng = np.random.default_rng(0)
     reps = [d_sigma[rng.integers(0, n, n)].mean() for _ in range(2000)]  # plain loop, same draws as the library
     ref = np.percentile(reps, [2.5, 97.5])
-    assert np.allclose(expected_value("nb08.2"), ref, rtol=1e-4, atol=1e-6)
+    assert np.allclose(_expected("nb08.2"), ref, rtol=1e-4, atol=1e-6)
     assert verdict("nb08.2", list(ref)).status == "right"
 
 
@@ -46,7 +46,7 @@ def test_wrong_and_malformed_answers(task_id):
     assert verdict(task_id, task.wrong_example).status == "wrong"
     bad = "a string" if task.kind == "number" else [1.0, 2.0, 3.0]
     assert verdict(task_id, bad).status == "malformed"
-    e = np.atleast_1d(expected_value(task_id))
+    e = np.atleast_1d(_expected(task_id))
     for answer in (task.wrong_example, bad):
         text = verdict(task_id, answer).line()
         assert not any(f"{x:.4f}" in text for x in e)

@@ -5,18 +5,18 @@ import pytest
 import torch
 
 import socm_lib
-from socm_lib.course import expected_value, get_task, verdict
+from socm_lib.course import _expected, get_task, verdict
 
 
 def test_nb10_1_is_the_leading_term():
-    assert expected_value("nb10.1") == pytest.approx((768 - 24) * np.sqrt(1e-9) / 2, rel=1e-12)
+    assert _expected("nb10.1") == pytest.approx((768 - 24) * np.sqrt(1e-9) / 2, rel=1e-12)
 
 
 def test_nb10_2_is_the_float64_shift_of_the_first_pair():
     texts = socm_lib.sample_texts(list(socm_lib.corpus()["text"]), 40, seed=0)
     X1, X2 = socm_lib.token_embeddings(socm_lib.load_encoder("all-minilm-l6"), texts, cache=False)[:2]
     shift = socm_lib.paper_route([X1, X2], dtype=torch.float64, device="cpu").d_sigma[0] - socm_lib.socm(X1, X2).d_sigma
-    assert expected_value("nb10.2") == pytest.approx(shift, rel=1e-9)
+    assert _expected("nb10.2") == pytest.approx(shift, rel=1e-9)
     assert -0.01 < shift < -0.004  # d = 384: about (384 - r) sqrt(eps)/2 and a little more
 
 
@@ -25,6 +25,6 @@ def test_wrong_and_malformed_answers(task_id):
     task = get_task(task_id)
     assert verdict(task_id, task.wrong_example).status == "wrong"
     assert verdict(task_id, "a lot").status == "malformed"
-    right = verdict(task_id, expected_value(task_id))
+    right = verdict(task_id, _expected(task_id))
     assert right.status == "right"
-    assert f"{expected_value(task_id):.4f}" not in verdict(task_id, task.wrong_example).line()
+    assert f"{_expected(task_id):.4f}" not in verdict(task_id, task.wrong_example).line()

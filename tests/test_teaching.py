@@ -91,7 +91,7 @@ def test_claims_the_chapters_support():
     for chapter, labels in LABELS.items():
         if not set(labels) & set(PROOFS):
             assert "no proof exercise" in SOURCE, f"{chapter} has no proof exercise: the page must not claim one"
-    assert "make venv" in SOURCE and "CUDA" in SOURCE and "for practice" in SOURCE and "otter run" in SOURCE
+    assert "make venv" in SOURCE and "CUDA" in SOURCE and "for practice" in SOURCE and "scripts/grade.py --key" in SOURCE
 
 
 def test_marking_key_stays_out_of_student_material():
@@ -103,3 +103,56 @@ def test_marking_key_stays_out_of_student_material():
     sys.path.insert(0, str(ROOT / "scripts"))
     import student_book
     assert "instructor" in student_book.LEFT_OUT and not any(p.startswith("instructor") for p in student_book.COPIED)
+
+
+def _assigned_tasks() -> dict[str, set[int]]:
+    """Task numbers assigned per lab in the sessions table: "Tasks 1–3", "Tasks 1, 2 and 4", "Task 3" after a
+    notebook's link, or "Tasks ... of each" for every notebook of the cell."""
+    table = SOURCE.split("## Sessions", 1)[1].split("## How long", 1)[0]
+    link = r"\{doc\}`\.\./notebooks/(nb\d\d)_\w+`"
+    assigned = {}
+    for row in (r for r in table.splitlines() if re.match(r"\| \d\. ", r)):
+        for cell in row.split(" | "):
+            parts = re.split(link, cell)
+            labs = parts[1::2]
+            for lab, text in zip(labs, parts[2::2]):
+                for phrase in re.findall(r"Tasks? (\d(?:–\d)?(?:, \d)*(?: and \d)?)( of each)?", text):
+                    numbers = {int(n) for n in re.findall(r"\d", phrase[0])}
+                    if "–" in phrase[0]:
+                        low, high = map(int, phrase[0].split("–"))
+                        numbers = set(range(low, high + 1))
+                    for target in labs if phrase[1] else [lab]:
+                        assigned.setdefault(target, set()).update(numbers)
+    return assigned
+
+
+def test_every_task_of_every_lab_is_assigned_in_a_session():
+    import nbformat
+
+    assigned = _assigned_tasks()
+    for path in sorted((ROOT / "notebooks").glob("nb*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        count = sum(len(re.findall(r"^### Task \d", c.source, re.M)) for c in cells if c.cell_type == "markdown")
+        assert count >= 2 and assigned.get(path.stem[:4]) == set(range(1, count + 1)), (
+            f"{path.stem}: tasks {sorted(assigned.get(path.stem[:4], []))} of {count} assigned")
+
+
+def test_points_of_every_kind_of_work():
+    import sys
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import assignments
+    rubrics = SOURCE.split("## Rubrics", 1)[1]
+    assert f"Each open task and each proof exercise is worth {assignments.POINTS['open']} points" in rubrics
+    assert "Each computational exercise of the chapters is worth 5 points" in rubrics
+    assert f"each lab task with a check cell is worth {assignments.POINTS['checked']} points" in rubrics
+
+
+def test_grading_time_is_measured_on_one_thread():
+    record = json.loads((ROOT / "notebooks" / "grading.json").read_text(encoding="utf-8"))
+    assert record["threads"] == 1 and "time_grading.py" in record["command"]
+    assert "nb10" in record["labs"] and set(record["labs"]) <= {p.stem[:4] for p in (ROOT / "notebooks").glob("nb*.ipynb")}
+    for lab, r in record["labs"].items():
+        assert r["unanswered"]["score"] == 0 and r["solved"]["score"] == r["solved"]["max_score"] > 0, lab
+    # on one thread the CPU time is the time on an idle core
+    assert record["labs"]["nb10"]["unanswered"]["cpu_seconds"] < 300, "nb10's unanswered submission takes over 5 min"
+    assert "notebooks/grading.json" in SOURCE and "one thread" in SOURCE

@@ -9,13 +9,18 @@ cell and runs the check cell::
     from socm_lib.course import check
     check("nb01.2", answer)
 
+The registry is read with :func:`get_task` and :func:`all_tasks`; the expected values have no public function.
+
 :func:`check` prints one line: right, close (within about 1 %: give more digits), wrong (with the hint) or
 malformed (what form was expected). It never prints the expected value. :func:`verdict` returns the same
-judgement as an object, for tests. ``check`` is for practice; graded work goes through the autograder (``make assignments``), whose
-tests call :func:`grade`.
+judgement as an object, for tests. ``check`` is for practice: it runs in the student's own kernel, where anything
+can be changed, so it is no grade. Graded work goes through ``scripts/grade.py``, which never asks this library
+for an expected value: the values were stored (:func:`key_entry`) when the assignment was built, and a separate
+process judges the student's answer, read back as plain numbers or strings, against them (:func:`judge_entry`,
+the same judgement and the same line as ``check``).
 
 The form of an answer is judged first, so a malformed answer costs no computation; the expected value is then
-computed once per process (:func:`expected_value` is cached) with progress bars off. A task's computation calls
+computed once per process (cached) with progress bars off. A task's computation calls
 the library as its notebook does (same encoder, device, texts and options), so after the notebook has run, the
 library's caches of loaded encoders and token clouds (:mod:`socm_lib.memo`) spare it every load and forward pass. An answer is read as students
 hold numbers: Python and numpy scalars, 0-d and one-element numpy arrays and torch tensors.
@@ -132,7 +137,7 @@ def all_tasks(notebooks: Iterable[str]) -> list[Task]:
 
 
 @lru_cache(maxsize=None)
-def expected_value(task_id: str):
+def _expected(task_id: str):
     """The expected answer of a task, recomputed through the library once per process (cached), progress bars off."""
     from tqdm import tqdm
 
@@ -245,26 +250,50 @@ def _item(x):
     return x.strip().lower() if isinstance(x, str) else int(_as_float(x))
 
 
+def _verdict(task: Task, answer, expected: Callable[[], object]) -> Verdict:
+    """Judge ``answer`` to ``task``; ``expected()`` is called only for an answer of the right form."""
+    if answer is None or answer is Ellipsis:
+        return Verdict(task.id, "unanswered", "Set `answer = ...` in the task cell above, run it, then run this cell.")
+    normal, message = _form(task, answer)
+    if normal is None:
+        return Verdict(task.id, "malformed", message)
+    status, message = _judge(task, normal, expected())
+    return Verdict(task.id, status, message)
+
+
 def verdict(task_id: str, answer) -> Verdict:
     """Judge ``answer`` to task ``task_id`` without printing anything. ``None`` means not answered yet.
 
     The form is judged before the expected value is computed (a malformed answer costs nothing).
     """
-    task = get_task(task_id)
-    if answer is None or answer is Ellipsis:
-        return Verdict(task_id, "unanswered", "Set `answer = ...` in the task cell above, run it, then run this cell.")
-    normal, message = _form(task, answer)
-    if normal is None:
-        return Verdict(task_id, "malformed", message)
-    status, message = _judge(task, normal, expected_value(task_id))
-    return Verdict(task_id, status, message)
-
-
-def grade(task_id: str, answer) -> bool:
-    """Whether ``answer`` to task ``task_id`` is right (the autograder's test; prints nothing, reveals nothing)."""
-    return verdict(task_id, answer).status == "right"
+    return _verdict(get_task(task_id), answer, lambda: _expected(task_id))
 
 
 def check(task_id: str, answer) -> None:
     """Print whether ``answer`` to task ``task_id`` is right, close, wrong (with a hint) or malformed."""
     print(verdict(task_id, answer).line())
+
+
+def key_entry(task: Task) -> dict:
+    """What grading needs to judge an answer to ``task``, as plain JSON: the expected value (computed here, through
+    the library, when an assignment is built), the tolerances, the options and the hint."""
+    value = _expected(task.id)
+    if task.kind in ("number", "array"):
+        value = np.asarray(value, dtype=np.float64).tolist()
+    elif task.kind == "integer":
+        value = int(value)
+    elif task.kind == "choice":
+        value = str(value)
+    else:
+        value = sorted({_item(x) for x in value}, key=str)
+    return {"kind": task.kind, "expected": value, "rtol": task.rtol, "atol": task.atol, "close_rtol": task.close_rtol,
+            "options": list(task.options), "hint": task.hint}
+
+
+def judge_entry(task_id: str, entry: dict, answer) -> Verdict:
+    """Judge a plain answer (a number, a string, a list, or None) against a stored :func:`key_entry`: the verdict
+    :func:`check` would give, computed from the stored value alone."""
+    fields = ("kind", "rtol", "atol", "close_rtol", "hint")
+    task = Task(id=task_id, question="", expected=lambda: entry["expected"], options=tuple(entry["options"]),
+                **{k: entry[k] for k in fields})
+    return _verdict(task, answer, task.expected)
