@@ -1,6 +1,8 @@
 """The printed book (`make pdf`, _build/pdf/socm-book.pdf): every page of the table of contents is in it with
 its title, its mathematics is typeset (a sample of each chapter's formulas reads as typeset text, with the book's
-macros expanded, and no TeX source is left), and its figures are images in the PDF."""
+macros expanded, and no TeX source is left, the bibliography's included), its figures are images in the PDF, and
+it prints whole: no word runs past the right margin set by the print style sheet, the teaching page's sessions
+table keeps every column, and no hidden code cell prints its toggle instead of its code."""
 
 import json
 import re
@@ -14,6 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PDF = ROOT / "_build" / "pdf" / "socm-book.pdf"
+PRINT_CSS = ROOT / "book" / "_static" / "print.css"
+TEACHING = ROOT / "book" / "teaching.ipynb"
 sys.path.insert(0, str(ROOT / "scripts"))
 from book_pdf import toc_pages  # noqa: E402
 
@@ -85,8 +89,59 @@ def test_chapter_formulas(chapter):
 
 def test_no_tex_source_left():
     text = _text()
-    for raw in (r"\dmu", r"\dSigma", r"\tr", r"\frac", r"\begin{", "$$", r"\("):
+    for raw in (r"\dmu", r"\dSigma", r"\tr", r"\frac", r"\begin{", "$$", r"\(", r"\texttt", r"\url", "$L^2$"):
         assert raw not in text, f"TeX source {raw!r} printed instead of typeset"
+
+
+def _margin_pt():
+    """The page margin of the print style sheet (`@page { margin: ... }`), in points."""
+    size, unit = re.search(r"@page\s*\{\s*margin:\s*([\d.]+)(mm|cm|in|pt)\s*;", PRINT_CSS.read_text()).groups()
+    return float(size) * {"mm": 72 / 25.4, "cm": 72 / 2.54, "in": 72.0, "pt": 1.0}[unit]
+
+
+def _words():
+    """(page number, page width, word, right edge of its box) of every word of the PDF, in points."""
+    listing = subprocess.run([_tool("pdftotext"), "-bbox", str(PDF), "-"], capture_output=True, text=True,
+                             check=True).stdout
+    page = width = 0
+    for line in listing.splitlines():
+        if m := re.search(r'<page width="([\d.]+)"', line):
+            page, width = page + 1, float(m.group(1))
+        elif m := re.search(r'<word xMin="[\d.]+" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">(.*)</word>', line):
+            yield page, width, m.group(2), float(m.group(1))
+
+
+def test_no_text_past_the_right_margin():
+    _text()  # fails with a clear message if the PDF is missing
+    margin = _margin_pt()
+    past = [(page, word, round(right - (width - margin), 1)) for page, width, word, right in _words()
+            if right > width - margin + 1.0]  # one point for the rounding of glyph boxes
+    pages = sorted({page for page, _, _ in past})
+    assert not past, f"{len(past)} words past the right margin on pages {pages}, e.g. (page, word, points) {past[:5]}"
+
+
+def _sessions_table_headers():
+    """The column headers of the teaching page's sessions table (its first markdown table)."""
+    cells = json.loads(TEACHING.read_text(encoding="utf-8"))["cells"]
+    tables = [line for c in cells if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()
+              if line.startswith("| session |")]
+    assert tables, "the sessions table of the teaching page is not found (check the test)"
+    return [h.strip() for h in tables[0].strip("|").split("|")]
+
+
+def test_teaching_table_keeps_every_column():
+    """The sessions table's header row is whole on one page of the PDF."""
+    headers = [_squeezed(h).replace("...", "\u2026") for h in _sessions_table_headers()]
+    assert len(headers) >= 6
+    pages = [_squeezed(page) for page in _text().split("\f")]
+    best = max(pages, key=lambda page: sum(h in page for h in headers))
+    missing = [h for h in headers if h not in best]
+    assert not missing, f"columns of the teaching page's sessions table not in the PDF: {missing}"
+
+
+def test_no_toggle_without_its_code():
+    """A hidden code cell prints its code, not the screen's "Show code cell source" toggle."""
+    assert "Show code cell" not in _text()
 
 
 def test_figures_are_images():
