@@ -4,6 +4,7 @@
 #   make notebooks   re-execute every notebook in place (then commit the outputs)
 #   make bench  rerun the benchmarks and rewrite benchmarks/results/*.json
 #   make editions   the Colab/Jupyter edition of every notebook page (book markup resolved) in _build/colab/
+#   make lab    JupyterLab on 127.0.0.1 with the editions (built when missing or older than the book), in _build/lab/
 #   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
 #   make student-book   the HTML book without any solution, in _build/student-book/html (and its checks)
 #   make pdf   the whole book for readers as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
@@ -17,7 +18,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book assignments build-book editions student build-student-book student-book build-pdf pdf build-student-pdf student-pdf test test-suite test-kernels test-floors notebooks bench rehearse clean
+.PHONY: venv book lab assignments build-book editions student build-student-book student-book build-pdf pdf build-student-pdf student-pdf test test-suite test-kernels test-floors notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -35,6 +36,7 @@ $(VENDOR)/.fetched: scripts/fetch_assets.sh
 build-book: venv $(VENDOR)/.fetched
 	rm -rf _build/html _build/.doctrees  # cross-page glue is read from the notebooks: never reuse stale doctrees
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	$(PY) scripts/editions.py --out _build/colab --downloads  # the .ipynb download button serves the edition
 
 book: build-book
 	$(PY) -m pytest -q tests/test_book_html.py tests/test_browser.py
@@ -44,7 +46,23 @@ book: build-book
 editions: venv
 	@test -f _build/html/objects.inv || { echo "build the book first: make build-book" >&2; exit 1; }
 	rm -rf _build/colab
+	$(PY) scripts/editions.py --out _build/colab --downloads
+
+# JupyterLab on this machine only (127.0.0.1), in _build/lab/: the editions are copied there without replacing a
+# notebook already there, so a reader's work survives; delete a notebook there to get the current edition
+EDITIONS_STAMP := _build/colab/.written
+$(EDITIONS_STAMP): $(wildcard notebooks/*.ipynb book/*.ipynb book/*.md book/references.bib) _config.yml _toc.yml scripts/editions.py
+	$(MAKE) venv
+	@test -f _build/html/objects.inv || $(MAKE) build-book
+	rm -rf _build/colab
 	$(PY) scripts/editions.py --out _build/colab
+	touch $@
+lab: $(EDITIONS_STAMP)
+	mkdir -p _build/lab
+	cp -R -n _build/colab/. _build/lab/
+	rm -f _build/lab/.written
+	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)/_build/lab" \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 # student edition: built from the editions, without solution cells and outputs, and the kit's zip to hand out
 student: venv

@@ -20,11 +20,24 @@ preprocessors (one transformation, shared by every edition; the student edition 
   names and years read from `book/references.bib` by pybtex, linked to the bibliography page.
 - `MacroPreprocessor`: the book macros (`mathjax3_config.tex.macros` of `_config.yml`, the single list) are
   expanded in the Markdown, so the mathematics renders with a stock MathJax.
+- `LinkPreprocessor`: plain Markdown links to the book's sources become links a reader can follow: a chapter
+  (``../book/ch01_….md``) to its published page, a notebook page to its sibling edition (a relative ``.ipynb``
+  link, which JupyterLab opens and which Colab resolves to the same branch); a link to a file that is not a page
+  of the book is an error. Sentences about the book's own buttons are reworded (`BOOK_ONLY`).
+- `SolutionPreprocessor`: "Your turn" solutions collapsed (JupyterLab and Colab), their outputs cleared.
+- `OutputPreprocessor`: stderr outputs (progress bars) removed, as the book removes them (``nb_output_stderr``).
+- `InstallPreprocessor`: the Colab install cell installs the library at the commit the edition is built from,
+  not the moving branch, so notebook and library cannot drift apart.
+- `KernelPreprocessor`: the kernel metadata that ipykernel itself reports, so JupyterLab does not rewrite it
+  (and mark the notebook modified) the moment the kernel connects.
 - `ColabBadgePreprocessor`: an "Open in Colab" badge in the first cell, pointing at this edition on the
   editions branch (`html_theme_options.repository_branch` of `_config.yml`, which the book's Colab buttons
   use too).
 
-Why preprocessors and not sphinx-tojupyter (the route QuantEcon uses, tried on this book, see BRIEF §3): it
+`write_editions` also puts each edition in place of the raw source that the built book's download button
+serves (``_build/html/_sources/<page>.ipynb``).
+
+Why preprocessors and not sphinx-tojupyter (the route QuantEcon uses, tried on this book): it
 drops every output (a reader of the Colab edition would see no figure or table until re-running every
 cell, and some cells need a network or minutes), needs a language-synonym setting or code becomes Markdown
 fences, writes links to the local `.ipynb` files unless told otherwise, puts the macros in a `\\newcommand`
@@ -37,6 +50,7 @@ import argparse
 import posixpath
 import re
 import shutil
+import subprocess
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import quote
@@ -48,6 +62,7 @@ from myst_nb.core.variables import format_plain_text
 from myst_nb.ext.glue import extract_glue_data_cell
 from nbconvert.preprocessors import Preprocessor
 from pybtex.database import parse_file
+from pybtex.richtext import Text
 from sphinx.util.inventory import InventoryFile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,8 +78,8 @@ EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 class Book:
     """What the editions need from the book: its configuration and its built HTML."""
 
-    def __init__(self, root: Path = ROOT, html: Path = HTML):
-        self.root, self.html = root, html
+    def __init__(self, root: Path = ROOT, html: Path = HTML, commit: str | None = None):
+        self.root, self.html, self._commit = root, html, commit
         self.config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
 
     @property
@@ -83,15 +98,34 @@ class Book:
     def editions_branch(self) -> str:
         return self.config["sphinx"]["config"]["html_theme_options"]["repository_branch"]
 
+    @property
+    def removes_stderr(self) -> bool:
+        return self.config["sphinx"]["config"].get("nb_output_stderr") == "remove"
+
+    @cached_property
+    def commit(self) -> str:
+        """The commit the editions are built from: the one given, or `git rev-parse HEAD` of the book's checkout."""
+        if self._commit:
+            return self._commit
+        try:
+            done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=self.root, capture_output=True, text=True, check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            raise ValueError(f"{self.root} is not a git checkout, so the commit to install is unknown: "
+                             "build the editions from a clone, or pass --commit") from exc
+        return done.stdout.strip()
+
     def colab_url(self, path: str) -> str:
         colab = self.config["launch_buttons"]["colab_url"].rstrip("/")
         return f"{colab}/github/{self.repository}/blob/{self.editions_branch}/{path}"
 
     def notebook_pages(self) -> list[str]:
         """The docnames of the book's pages that are notebooks (the table of contents, in order)."""
+        return [f for f in self.pages() if (self.root / f"{f}.ipynb").exists()]
+
+    def pages(self) -> list[str]:
+        """The docnames of every page of the book (the table of contents, in order)."""
         toc = yaml.safe_load((self.root / "_toc.yml").read_text(encoding="utf-8"))
-        files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
-        return [f for f in files if (self.root / f"{f}.ipynb").exists()]
+        return [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
 
     @cached_property
     def titles(self) -> dict[str, str]:
@@ -191,7 +225,7 @@ class ReferencePreprocessor(Preprocessor):
 def author_year(entry) -> tuple[str, str]:
     """("Hara et al.", "2026") for a bibliography entry: one or two surnames, or the first and "et al."."""
     people = entry.persons.get("author") or entry.persons.get("editor") or []
-    surnames = [" ".join(p.last_names) for p in people]
+    surnames = [Text.from_latex(" ".join(p.last_names)).render_as("text") for p in people]  # {tohoku-nlp} -> tohoku-nlp
     names = surnames[0] if len(surnames) == 1 else " and ".join(surnames) if len(surnames) == 2 else f"{surnames[0]} et al."
     return names, entry.fields.get("year", "n.d.")
 
@@ -280,7 +314,112 @@ class ColabBadgePreprocessor(Preprocessor):
         return nb, resources
 
 
-PLAIN = [GluePreprocessor, ReferencePreprocessor, CitationPreprocessor, MacroPreprocessor, ColabBadgePreprocessor]
+LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")  # a Markdown link (not an image)
+#: Sentences that speak of the book's own interface, and what the edition says instead (true in every edition,
+#: with or without the Colab badge).
+BOOK_ONLY = [(re.compile(r",? with the rocket button(?: above)?(?=[ ,.])"), "")]
+
+
+class LinkPreprocessor(Preprocessor):
+    """Relative Markdown links to the book's sources -> the published page (chapters) or the sibling edition
+    (notebook pages); sentences about the book's buttons reworded (`BOOK_ONLY`)."""
+
+    def preprocess(self, nb, resources):
+        book, docname = resources["book"], resources["docname"]
+        here = posixpath.dirname(docname)
+        pages, notebooks = set(book.pages()), set(book.notebook_pages())
+
+        def link(m):
+            target = m["target"]
+            if re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target):  # absolute, or an anchor of this notebook
+                return m[0]
+            path, hash_, anchor = target.partition("#")
+            page = posixpath.splitext(posixpath.normpath(posixpath.join(here, path)))[0]
+            if page not in pages:
+                raise ValueError(f"{docname}: the link {target!r} points at no page of the book")
+            if page in notebooks:
+                url = posixpath.relpath(f"{page}.ipynb", here or ".")
+            else:
+                url = f"{book.baseurl}{page}.html"
+            return f"[{m['text']}]({url}{hash_}{anchor})"
+
+        for cell in _markdown_cells(nb):
+            cell.source = LINK.sub(link, cell.source)
+            for pattern, replacement in BOOK_ONLY:
+                cell.source = pattern.sub(replacement, cell.source)
+        return nb, resources
+
+
+SOLUTION_TAG = "solution"
+TASK_HEADING = re.compile(r"^###\s+(Task\s+\d+)", re.M)
+
+
+class SolutionPreprocessor(Preprocessor):
+    """Every "Your turn" solution (a code cell tagged `solution`) collapsed until the reader opens it, and not run.
+
+    The book folds a solution's code behind a toggle (tag `hide-input`), which Jupyter and Colab ignore. In the
+    edition the cell's outputs are cleared (they would show the answer), JupyterLab collapses its code and outputs
+    (`metadata.jupyter.source_hidden`/`outputs_hidden`), and Colab shows it as a form (`metadata.cellView`), that is
+    as its first line ``#@title Solution to Task k (click to open)`` with the code hidden. The code itself is the
+    book's: it computes into `solution`, never into the student's `answer`.
+    """
+
+    def preprocess(self, nb, resources):
+        task = "the task"
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                task = (TASK_HEADING.findall(cell.source) or [task])[-1]
+            elif SOLUTION_TAG in cell.metadata.get("tags", []):
+                cell.source = f"#@title Solution to {task} (click to open)\n{cell.source}"
+                cell.outputs, cell.execution_count = [], None
+                cell.metadata.pop("execution", None)
+                cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+                cell.metadata["cellView"] = "form"
+        return nb, resources
+
+
+class OutputPreprocessor(Preprocessor):
+    """stderr outputs (progress bars) removed where the book removes them (``nb_output_stderr: remove``)."""
+
+    def preprocess(self, nb, resources):
+        if resources["book"].removes_stderr:
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+        return nb, resources
+
+
+class InstallPreprocessor(Preprocessor):
+    """``git+<repository>@<branch>`` in the code cells (the Colab install cell) -> ``@<commit>`` the edition is
+    built from (`Book.commit`), so the library installed is the one the notebook was written for."""
+
+    def preprocess(self, nb, resources):
+        book = resources["book"]
+        pattern = re.compile(re.escape(f"git+{book.config['repository']['url']}@") + r"[\w./-]+")
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.source = pattern.sub(f"git+{book.config['repository']['url']}@{book.commit}", cell.source)
+        return nb, resources
+
+
+class KernelPreprocessor(Preprocessor):
+    """The kernel metadata as ipykernel reports it (its kernelspec's name and display name, the running Python's
+    language_info): JupyterLab rewrites any other value when the kernel connects, which marks the notebook
+    modified before the reader has changed anything."""
+
+    def preprocess(self, nb, resources):
+        from ipykernel.ipkernel import IPythonKernel
+        from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
+
+        spec = get_kernel_dict()
+        nb.metadata["kernelspec"] = {"display_name": spec["display_name"], "language": spec["language"],
+                                     "name": KERNEL_NAME}
+        nb.metadata["language_info"] = dict(IPythonKernel.language_info)
+        return nb, resources
+
+
+PLAIN = [GluePreprocessor, ReferencePreprocessor, CitationPreprocessor, MacroPreprocessor, LinkPreprocessor,
+         SolutionPreprocessor, OutputPreprocessor, InstallPreprocessor, KernelPreprocessor, ColabBadgePreprocessor]
 
 
 def run_preprocessors(nb, preprocessors, resources):
@@ -310,15 +449,23 @@ def copy_data_files(root: Path, out: Path) -> list[Path]:
     return copied
 
 
-def write_editions(out: Path = OUT, book: Book | None = None) -> list[Path]:
-    """Write the edition of every notebook page to `out`/<docname>.ipynb, with the data files; return paths."""
+def write_editions(out: Path = OUT, book: Book | None = None, downloads: bool = False) -> list[Path]:
+    """Write the edition of every notebook page to `out`/<docname>.ipynb, with the data files; return paths.
+    With `downloads`, also put each edition in place of the raw source the built book's download button serves
+    (``_sources/<docname>.ipynb`` of the built HTML)."""
     book = book or Book()
     written = []
     for docname in book.notebook_pages():
         path = out / f"{docname}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(plain_edition(docname, book), path)
+        edition = plain_edition(docname, book)
+        nbformat.write(edition, path)
         written.append(path)
+        if downloads:
+            source = book.html / "_sources" / f"{docname}.ipynb"
+            if not source.exists():
+                raise FileNotFoundError(f"{source} is missing: the built book serves no download of {docname}")
+            nbformat.write(edition, source)
     copy_data_files(book.root, out)
     return written
 
@@ -327,12 +474,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="folder for the editions (default _build/colab)")
     parser.add_argument("--branch", action="store_true", help="print the editions branch and exit")
+    parser.add_argument("--downloads", action="store_true",
+                        help="also replace the built book's downloadable sources (_build/html/_sources) by the editions")
+    parser.add_argument("--commit", help="the commit the install cells install (default: the checkout's HEAD)")
     args = parser.parse_args(argv)
     if args.branch:
         print(Book().editions_branch)
         return
-    written = write_editions(args.out)
-    print(f"{len(written)} editions in {args.out}/")
+    written = write_editions(args.out, Book(commit=args.commit), downloads=args.downloads)
+    print(f"{len(written)} editions in {args.out}/" + (", and in the book's downloads" if args.downloads else ""))
 
 
 if __name__ == "__main__":

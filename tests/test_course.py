@@ -1,11 +1,12 @@
 """The labs: every notebook ends with a "Your turn" section whose checked tasks accept the official solution.
 
-Structure: a ``## Your turn`` heading, then 2-4 tasks (``### Task k``), each with a task cell (tag ``task``) and a
-solution cell (tags ``solution`` and ``hide-input``); tasks with a definite answer have a check cell calling
-``check("nbXX.k", answer)``. The committed output of each check cell says the official solution is right (nbval
-re-executes the notebooks and compares that output). For every registered task, a typical wrong answer is judged
-wrong, a malformed one malformed, and no verdict ever shows the expected value.
-"""
+Structure: a ``## Your turn`` heading, then 2-4 tasks (``### Task k``), each with a task cell (tag ``task``,
+``answer = None``), for a task with a definite answer its check cell ``check("nbXX.k", answer)``, then a solution
+cell (tags ``solution`` and ``hide-input``) that computes into its own variable ``solution``, never ``answer``, and
+checks itself with ``check("nbXX.k", solution)``. So a notebook run from the top answers no task: the committed
+output of each task's check says "not answered yet", and that of each solution's check says the official solution
+is right (nbval re-executes the notebooks and compares both). For every registered task, a typical wrong answer is
+judged wrong, a malformed one malformed, and no verdict ever shows the expected value."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from notebook_cells import NOTEBOOKS, ids, read, tags
 from socm_lib import course
 
 CHECK = re.compile(r'check\("(nb\d\d\.\d+)",\s*answer\)')
+SOLUTION_CHECK = re.compile(r'check\("(nb\d\d\.\d+)",\s*solution\)')
+ASSIGNS_ANSWER = re.compile(r"^\s*answer\s*=|\banswer\s*(\[[^]]*\])?\s*[+*/-]?=(?!=)", re.M)
 MALFORMED = {"number": "forty-two", "integer": 2.5, "array": "not an array", "choice": "none of these", "set": 42}
 
 
@@ -46,11 +49,42 @@ def test_your_turn_structure(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids())
-def test_committed_checks_accept_the_official_solutions(path):
+def test_each_task_is_task_cell_check_then_solution(path):
+    """Task cell, its check (tasks with a definite answer), then the solution, which never assigns ``answer`` and
+    checks its own variable ``solution`` against the same task."""
+    code = [c for c in lab_cells(read(path)) if c.cell_type == "code"]
+    for k, cell in enumerate(code):
+        if "solution" not in tags(cell):
+            continue
+        assert not ASSIGNS_ANSWER.search(cell.source), f"{path.name}: a solution assigns `answer`:\n{cell.source}"
+        before = code[k - 1]
+        task = before if "task" in tags(before) else code[k - 2]
+        assert "task" in tags(task), f"{path.name}: a solution cell does not follow a task cell (and its check)"
+        assert task.source.rstrip().splitlines()[-1].startswith("answer = None"), f"{path.name}: {task.source}"
+        own = SOLUTION_CHECK.findall(cell.source)
+        if before is task:  # an open task: no check
+            assert not own, f"{path.name}: an open task's solution checks {own}"
+        else:
+            assert CHECK.findall(before.source) == own and len(own) == 1, (
+                f"{path.name}: the check before a solution ({CHECK.findall(before.source)}) and the solution's own "
+                f"check ({own}) must name the same task")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids())
+def test_committed_checks_say_unanswered_and_the_solutions_right(path):
+    """Run from the top (as committed), no task is answered, and every official solution is right."""
+    seen = 0
     for cell in lab_cells(read(path)):
-        for task_id in CHECK.findall(cell.source) if cell.cell_type == "code" else []:
-            shown = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-            assert f"{task_id}: right." in shown, f"{path.name}: check of {task_id} shows {shown!r}"
+        if cell.cell_type != "code":
+            continue
+        shown = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        for task_id in CHECK.findall(cell.source):
+            assert course.verdict(task_id, None).line() in shown, f"{path.name}: check of {task_id} shows {shown!r}"
+            seen += 1
+        for task_id in SOLUTION_CHECK.findall(cell.source):
+            assert f"{task_id}: right." in shown, f"{path.name}: the solution of {task_id} shows {shown!r}"
+            seen += 1
+    assert seen >= 4, f"{path.name}: {seen} checks"
 
 
 def _tasks():
@@ -175,7 +209,8 @@ def test_a_check_after_its_notebook_runs_no_load_and_no_forward_pass(task_id, mo
     cells = {c.get("id"): c.source for c in nb.cells if c.cell_type == "code"}
     namespace = {}
     for k, cell_id in enumerate(cell_ids):
-        exec(compile(cells[cell_id], f"{stem}:{cell_id}", "exec"), namespace)
+        source = re.sub(r"^check\(.*$", "", cells[cell_id], flags=re.M)  # the solution's own check: judged below
+        exec(compile(source, f"{stem}:{cell_id}", "exec"), namespace)
         if k == 0:
             namespace.update(smaller)
     work = {"loads": 0, "extractions": 0}
@@ -190,7 +225,7 @@ def test_a_check_after_its_notebook_runs_no_load_and_no_forward_pass(task_id, mo
     monkeypatch.setattr(extract, "_extract", counted("extractions", extract._extract))
     course.expected_value.cache_clear()
     nb07._frame.cache_clear()
-    assert course.verdict(task_id, namespace["answer"]).status == "right"
+    assert course.verdict(task_id, namespace["solution"]).status == "right"
     assert work == {"loads": 0, "extractions": 0}
     if task_id.startswith("nb07"):  # the labelled pairs are costly to extract again; the other tasks show the rest
         course.expected_value.cache_clear()

@@ -4,6 +4,7 @@ published pages, its mathematics rendering with a stock MathJax (the vendored on
 macros made errors) in headless Chromium. Needs the built book (`make test` builds it first)."""
 
 import html
+import posixpath
 import re
 import sys
 import tempfile
@@ -55,12 +56,39 @@ def test_no_myst_role_directive_target_or_book_macro_is_left(written, page):
             assert not pattern.search(source), f"{page}: {pattern.search(source)[0]!r} left in {source[:80]!r}"
 
 
+def _is_solution(cell):
+    return "solution" in cell.metadata.get("tags", [])
+
+
+def _shown(outputs):
+    return [o for o in outputs if not (o.output_type == "stream" and o.name == "stderr")]
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_code_cells_and_outputs_are_the_notebooks_own(written, page):
+    """Every code cell keeps its code and its outputs but stderr, except the install cell (its commit, tested
+    below) and the solutions: collapsed, titled, and without outputs."""
     original = nbformat.read(ROOT / f"{page}.ipynb", as_version=4)
     nb = written[1][page]
-    assert [(c.cell_type, c.get("outputs")) for c in nb.cells] == [(c.cell_type, c.get("outputs")) for c in original.cells]
-    assert [c.source for c in nb.cells if c.cell_type == "code"] == [c.source for c in original.cells if c.cell_type == "code"]
+    assert [c.cell_type for c in nb.cells] == [c.cell_type for c in original.cells]
+    pairs = [(c, o) for c, o in zip(nb.cells, original.cells) if c.cell_type == "code"]
+    kept = [(c, o) for c, o in pairs if not _is_solution(o) and "%pip install" not in o.source]
+    assert [(c.source, c.outputs) for c, o in kept] == [(o.source, _shown(o.outputs)) for c, o in kept]
+    for cell, orig in [(c, o) for c, o in pairs if _is_solution(o)]:
+        title, _, code = cell.source.partition("\n")
+        assert code == orig.source and re.fullmatch(r"#@title Solution to Task \d \(click to open\)", title), title
+        assert cell.outputs == [] and cell.execution_count is None
+        assert cell.metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+        assert cell.metadata["cellView"] == "form"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("notebooks/")])
+def test_every_solution_is_collapsed_and_titled_with_its_task(written, page):
+    nb = written[1][page]
+    solutions = [c for c in nb.cells if _is_solution(c)]
+    assert len(solutions) >= 2, f"{page}: {len(solutions)} solutions"
+    titles = [c.source.splitlines()[0] for c in solutions]
+    assert titles == [f"#@title Solution to Task {k} (click to open)" for k in range(1, len(titles) + 1)]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -152,3 +180,99 @@ def test_the_same_check_flags_the_book_sources(written):
     """The rendering check can fail: the book's own Markdown, macros and roles unresolved, gives errors."""
     errors, text = _rendered_errors({"nb01": nbformat.read(ROOT / "notebooks/nb01_socm_by_hand.ipynb", as_version=4)})
     assert errors and "{glue" in text
+
+
+def _links(source):
+    return [m["target"] for m in editions.LINK.finditer(source)]
+
+
+def test_every_relative_link_opens_a_sibling_edition(written):
+    """No edition links to a book source (``../book/ch01_….md``): relative links name editions that exist."""
+    out, eds = written
+    relative = 0
+    for page, nb in eds.items():
+        for source in _markdown(nb):
+            for target in _links(source):
+                if re.match(r"^([a-z][a-z0-9+.-]*:|#)", target):
+                    continue
+                relative += 1
+                path = target.partition("#")[0]
+                assert path.endswith(".ipynb"), f"{page}: relative link to a book source, {target}"
+                assert (out / posixpath.dirname(page) / path).resolve().is_file(), f"{page}: {target} is no edition"
+    assert relative >= 3
+
+
+def test_chapter_links_of_the_sources_become_published_pages():
+    """The link check can fail: the book's sources link chapters as .md files, which the edition rewrites."""
+    page = "notebooks/nb03_extraction"
+    source = "\n".join(_markdown(nbformat.read(ROOT / f"{page}.ipynb", as_version=4)))
+    chapters = [t for t in _links(source) if t.endswith(".md")]
+    assert chapters, "nb03 links no chapter any more: pick another notebook"
+    nb, _ = editions.LinkPreprocessor().preprocess(nbformat.read(ROOT / f"{page}.ipynb", as_version=4),
+                                                   {"book": BOOK, "docname": page})
+    text = "\n".join(_markdown(nb))
+    for target in chapters:
+        name = posixpath.splitext(posixpath.normpath(posixpath.join("notebooks", target)))[0]
+        assert f"]({BOOK.baseurl}{name}.html)" in text and f"]({target})" not in text
+
+
+def test_a_link_to_no_page_of_the_book_is_an_error():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("See [here](../book/no_such_chapter.md).")])
+    with pytest.raises(ValueError, match="no page of the book"):
+        editions.LinkPreprocessor().preprocess(nb, {"book": BOOK, "docname": "notebooks/nb01_socm_by_hand"})
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_stderr_output_and_no_sentence_about_the_books_buttons(written, page):
+    nb = written[1][page]
+    streams = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"]
+    assert not [o for o in streams if o.name == "stderr"], f"{page}: stderr outputs (progress bars) are left"
+    assert not [s for s in _markdown(nb) if re.search("rocket", s, re.I)], f"{page}: speaks of the rocket button"
+
+
+def test_the_sources_have_what_the_editions_remove():
+    """Both checks above can fail: the sources hold stderr outputs and rocket-button sentences."""
+    nb = nbformat.read(ROOT / "notebooks/nb05_paper_protocol.ipynb", as_version=4)
+    assert any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert any("rocket button" in s for s in _markdown(nb))
+
+
+def test_the_install_cell_installs_the_commit_the_edition_is_built_from(written):
+    import subprocess
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    url = BOOK.config["repository"]["url"]
+    for page in [p for p in PAGES if p.startswith("notebooks/")]:
+        install = next(c for c in written[1][page].cells if c.cell_type == "code")
+        assert f"git+{url}@{head}" in install.source, f"{page}: {install.source}"
+        original = next(c for c in nbformat.read(ROOT / f"{page}.ipynb", as_version=4).cells if c.cell_type == "code")
+        assert f"git+{url}@{head}" not in original.source  # the source names the branch
+
+
+def test_kernel_metadata_is_what_ipykernel_reports(written):
+    """JupyterLab rewrites a kernelspec display name or language_info that differs from the kernel's, which marks
+    the notebook modified on opening (the sources say "Python 3"; ipykernel says "Python 3 (ipykernel)")."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import get_kernel_dict
+
+    for page, nb in written[1].items():
+        assert nb.metadata.kernelspec.display_name == get_kernel_dict()["display_name"], page
+        assert nb.metadata.language_info == IPythonKernel.language_info, page
+
+
+def test_citations_read_as_plain_names(written):
+    """A corporate author in braces ({tohoku-nlp}) and TeX accents show as text, not as raw BibTeX."""
+    url = re.escape(f"{BOOK.baseurl}book/bibliography.html")
+    cited = [t for nb in written[1].values() for s in _markdown(nb) for t in re.findall(r"\[([^\]]*)\]\(" + url, s)]
+    assert any("tohoku-nlp" in t for t in cited)
+    assert not [t for t in cited if re.search(r"[{}\\]", t)], [t for t in cited if re.search(r"[{}\\]", t)]
+
+
+def test_the_books_download_button_serves_the_edition():
+    """The built book's .ipynb download (``_sources/<page>.ipynb``, where its button points) is the edition."""
+    for page in PAGES:
+        html_page = (BOOK.html / f"{page}.html").read_text(encoding="utf-8")
+        source = posixpath.relpath(f"_sources/{page}.ipynb", posixpath.dirname(page))
+        assert f'href="{source}"' in html_page, f"{page}: no download link to {source}"
+        served = nbformat.read(BOOK.html / "_sources" / f"{page}.ipynb", as_version=4)
+        assert [c.source for c in served.cells] == [c.source for c in editions.plain_edition(page, BOOK).cells], page

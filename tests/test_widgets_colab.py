@@ -42,3 +42,27 @@ def test_enable_colab_widgets_in_colab(monkeypatch):
     log = []
     fake_colab(monkeypatch, log)
     assert widgets.enable_colab_widgets() is True and len(log) == 1
+
+
+def test_the_plain_text_form_is_a_one_line_hint_not_the_widget_tree():
+    """Where no widget can be drawn (a saved notebook before its kernel runs, nbconvert), the comparator reads as
+    one line saying what to do, not as ``VBox(children=(HBox(...``; the widget view itself is unchanged."""
+    w = widgets.Comparator(n_texts=10, show_figures=False)
+    bundle = w._repr_mimebundle_()
+    text = bundle["text/plain"]
+    assert "\n" not in text and "run this cell" in text and "VBox" not in text and repr(w) == text
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
+
+
+def test_every_committed_widget_output_has_the_plain_text_hint():
+    from notebook_cells import NOTEBOOKS, ROOT, read
+
+    found = 0
+    for path in [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.ipynb"))]:
+        for cell in read(path).cells:
+            for out in cell.get("outputs", []):
+                if "application/vnd.jupyter.widget-view+json" in out.get("data", {}):
+                    found += 1
+                    text = "".join(out["data"].get("text/plain", ""))
+                    assert text == widgets.Comparator.PLAIN_TEXT, f"{path.name}: a widget shows {text[:80]!r} as text"
+    assert found >= 1

@@ -281,9 +281,15 @@ class Comparator:
         self.pair.observe(self._on_pair, names="value")
         self.update()
 
-    # display the container when the object itself is shown in a notebook
+    # display the container when the object itself is shown in a notebook; where no widget can be drawn (a saved
+    # notebook opened without its kernel, nbconvert, a terminal) the plain-text form says what to do
+    PLAIN_TEXT = "Encoder comparator: run this cell to use the comparator (its controls need a running kernel)."
+
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        return {**self.widget._repr_mimebundle_(**kwargs), "text/plain": self.PLAIN_TEXT}
+
+    def __repr__(self) -> str:
+        return self.PLAIN_TEXT
 
     @contextmanager
     def _hold(self):
