@@ -69,7 +69,7 @@ def _kit() -> str:
 
 
 def _pdf(name: str) -> str:
-    return subprocess.run(["pdftotext", str(_need(BUILD / "pdf" / name, "pdf")), "-"], capture_output=True,
+    return subprocess.run(["pdftotext", "-raw", str(_need(BUILD / "pdf" / name, "pdf")), "-"], capture_output=True,
                           text=True, check=True).stdout
 
 

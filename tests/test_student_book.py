@@ -9,7 +9,7 @@ import pytest
 from solution_text import CHAPTERS, NOTEBOOKS, ROOT, chapter_blocks, html_text, plain_phrases
 
 MAIN, STUDENT = ROOT / "_build" / "html", ROOT / "_build" / "student-book" / "html"
-VERDICT = re.compile(r"\bnb\d\d\.\d+: (right|close|wrong|malformed|unanswered)\b")  # a check cell's output line
+VERDICT = re.compile(r"\bnb\d\d\.\d+: (right|close|wrong|malformed|not answered)\b")  # a check cell's output line
 
 
 def _page(html_root, path):
@@ -68,6 +68,22 @@ def test_check_cells_without_results(notebook):
     assert VERDICT.search(html_text(main)), f"{notebook.stem}: no check result in the main book (check the test)"
     assert not VERDICT.search(html_text(student)), f"{notebook.stem}: a check result is in the student book"
     assert not VERDICT.search(_source(STUDENT, notebook)), f"{notebook.stem}: a check result is in its source"
+
+
+def _your_turn_intro(html):
+    """The text of a lab's "Your turn" introduction: from its heading to its first task."""
+    text = html_text(html)
+    start = text.index("Your turn")
+    return text[start:text.index("Task 1", start)]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_introduction_for_students(notebook):
+    """A lab's introduction in the student book speaks of no solution, hidden or behind a toggle."""
+    teacher = re.compile(r"solution|hidden|toggle", re.I)
+    assert teacher.search(_your_turn_intro(_page(MAIN, notebook))), f"{notebook.stem}: (check the test)"
+    intro = _your_turn_intro(_page(STUDENT, notebook))
+    assert not teacher.search(intro), f"{notebook.stem}: the student book's introduction says {intro!r}"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
