@@ -17,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PDF = ROOT / "_build" / "pdf" / "socm-book.pdf"
+STUDENT_PDF = ROOT / "_build" / "pdf" / "socm-book-student.pdf"  # `make student-pdf`: printed the same way
+PRINTED = pytest.mark.parametrize("pdf", [PDF, STUDENT_PDF], ids=["book", "student"])
 PRINT_CSS = ROOT / "book" / "_static" / "print.css"
 TEACHING = ROOT / "book" / "teaching.ipynb"
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -38,10 +40,10 @@ def _tool(name):
 
 
 @lru_cache
-def _text():
-    if not PDF.exists():
-        pytest.fail(f"{PDF} is missing: run `make pdf` first")
-    return subprocess.run([_tool("pdftotext"), str(PDF), "-"], capture_output=True, text=True, check=True).stdout
+def _text(pdf=PDF):
+    if not pdf.exists():
+        pytest.fail(f"{pdf} is missing: run `make pdf` (and `make student-pdf`) first")
+    return subprocess.run([_tool("pdftotext"), str(pdf), "-"], capture_output=True, text=True, check=True).stdout
 
 
 def _squeezed(text):
@@ -100,9 +102,10 @@ def _margin_pt():
     return float(size) * {"mm": 72 / 25.4, "cm": 72 / 2.54, "in": 72.0, "pt": 1.0}[unit]
 
 
-def _words():
-    """(page number, page width, word, box (xMin, yMin, xMax, yMax)) of every word of the PDF, in points."""
-    listing = subprocess.run([_tool("pdftotext"), "-bbox", str(PDF), "-"], capture_output=True, text=True,
+def _words(pdf):
+    """(page number, page width, word, box (xMin, yMin, xMax, yMax)) of every word of `pdf`, in points."""
+    _text(pdf)  # fails with a clear message if the PDF is missing
+    listing = subprocess.run([_tool("pdftotext"), "-bbox", str(pdf), "-"], capture_output=True, text=True,
                              check=True).stdout
     page = width = 0
     for line in listing.splitlines():
@@ -113,10 +116,10 @@ def _words():
             yield page, width, unescape(m.group(5)), tuple(float(v) for v in m.groups()[:4])
 
 
-def test_no_text_past_the_right_margin():
-    _text()  # fails with a clear message if the PDF is missing
+@PRINTED
+def test_no_text_past_the_right_margin(pdf):
     margin = _margin_pt()
-    past = [(page, word, round(box[2] - (width - margin), 1)) for page, width, word, box in _words()
+    past = [(page, word, round(box[2] - (width - margin), 1)) for page, width, word, box in _words(pdf)
             if box[2] > width - margin + 1.5]  # a point and a half for the rounding of glyph boxes
     pages = sorted({page for page, _, _ in past})
     assert not past, f"{len(past)} words past the right margin on pages {pages}, e.g. (page, word, points) {past[:5]}"
@@ -151,21 +154,23 @@ def _cell_read(words, header):
     return False
 
 
-def test_teaching_table_keeps_every_column():
+@PRINTED
+def test_teaching_table_keeps_every_column(pdf):
     """Every column header of the sessions table is printed whole, all of them on one page."""
     headers = [h.replace("...", "\u2026") for h in _sessions_table_headers()]
     assert len(headers) >= 6
     pages = {}
-    for page, _, word, box in _words():
+    for page, _, word, box in _words(pdf):
         pages.setdefault(page, []).append((word.replace("\u2019", "'"), box))
     best = max(pages.values(), key=lambda words: sum(_cell_read(words, h) for h in headers))
     missing = [h for h in headers if not _cell_read(best, h)]
     assert not missing, f"columns of the teaching page's sessions table not in the PDF: {missing}"
 
 
-def test_no_toggle_without_its_code():
+@PRINTED
+def test_no_toggle_without_its_code(pdf):
     """A hidden code cell prints its code, not the screen's "Show code cell source" toggle."""
-    assert "Show code cell" not in _text()
+    assert "Show code cell" not in _text(pdf)
 
 
 def test_figures_are_images():
