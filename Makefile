@@ -90,7 +90,7 @@ build-student-pdf: build-student-book
 	$(PY) scripts/book_pdf.py --html _build/student-book/html --out _build/pdf/socm-book-student.pdf
 
 student-pdf: build-book build-pdf build-student-pdf student  # the checks compare with the reader's book and PDF
-	$(PY) -m pytest -q tests/test_student_artifacts.py
+	$(PY) -m pytest -q tests/test_student_artifacts.py tests/test_pdf.py
 
 # every test: the suite and strict nbval of the committed outputs, then the other kernel family and the floors
 test: test-suite test-kernels test-floors

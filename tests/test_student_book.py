@@ -71,8 +71,9 @@ def test_check_cells_without_results(notebook):
 
 
 def _your_turn_intro(html):
-    """The text of a lab's "Your turn" introduction: from its heading to its first task."""
-    text = html_text(html)
+    """The text of a lab's "Your turn" introduction: from its heading in the article (after the page's table of
+    contents) to its first task."""
+    text = html_text(html[html.index("<article"):])
     start = text.index("Your turn")
     return text[start:text.index("Task 1", start)]
 
