@@ -1,0 +1,231 @@
+"""The editions in a reader's hands: JupyterLab (pinned in requirements.txt) started on 127.0.0.1 with a token, on
+a free port, over the editions of scripts/editions.py, and driven by Debian's headless chromium through selenium
+(Debian's chromedriver). The comparator's notebook opens without being marked modified, runs from the top without
+an error output and draws its widget (controls, not their plain-text form); changing encoder B changes the printed
+averages. A lab notebook run from the top answers no task: each task's check says "not answered yet", and every
+solution stays collapsed. The server is stopped by its process id when the module ends, also after a failure.
+Screenshots go to _build/screenshots/ (what a reader sees; CI artifacts). Needs the built book (`make test` builds it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from socm_lib import course
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import editions  # noqa: E402
+
+SHOTS = ROOT / "_build" / "screenshots"
+COMPARATOR = "notebooks/nb04_comparator.ipynb"
+LAB = "notebooks/nb01_socm_by_hand.ipynb"
+CHECK = re.compile(r'check\("(nb\d\d\.\d+)",\s*answer\)')
+RUN_ALL_SECONDS = 240  # the comparator's notebook on a loaded 2-core machine
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """(base URL, token) of a JupyterLab serving the editions; stopped by its PID when the module ends."""
+    for exe in ("chromium", "chromedriver"):
+        if shutil.which(exe) is None:
+            pytest.skip(f"{exe} is not installed (apt-get install chromium chromium-driver); CI installs both")
+    root = tmp_path_factory.mktemp("editions")
+    editions.write_editions(root)
+    home = tmp_path_factory.mktemp("jupyter")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         f"--LabApp.workspaces_dir={home / 'workspaces'}", f"--LabApp.user_settings_dir={home / 'settings'}",
+         *(["--allow-root"] if os.geteuid() == 0 else [])],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5)
+                break
+            except OSError:
+                assert server.poll() is None, f"JupyterLab exited: {(home / 'server.log').read_text()[-2000:]}"
+                assert time.monotonic() < deadline, "JupyterLab did not answer within 120 s"
+                time.sleep(0.5)
+        yield url, token, root
+    finally:
+        os.kill(server.pid, signal.SIGTERM)  # JupyterLab shuts its kernels down, then exits
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.kill(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = shutil.which("chromium")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait(condition, seconds, what, state=lambda: ""):
+    """condition()'s first true value, polled for `seconds`; else a failure saying what was awaited and state()."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what} {state()}"
+        time.sleep(0.5)
+
+
+def _open(driver, lab, path):
+    """Open `path` in JupyterLab and wait until its kernel is idle."""
+    url, token, _ = lab
+    driver.get(f"{url}/lab/tree/{path}?token={token}")
+    _wait(lambda: driver.find_elements("css selector", ".jp-NotebookPanel .jp-CodeCell"), 120, f"{path} to open")
+    _wait(lambda: _idle(driver), 120, "the kernel")
+
+
+def _command(driver, menu, command):
+    """Click JupyterLab's menu `menu` (menu bar text), then its item for `command` (a command id)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    item = next(e for e in driver.find_elements("css selector", ".lm-MenuBar-item") if e.text.strip() == menu)
+    ActionChains(driver).move_to_element(item).click().perform()
+    entry = _wait(lambda: driver.find_elements("css selector", f'.lm-Menu-item[data-command="{command}"]'), 10, command)
+    ActionChains(driver).move_to_element(entry[0]).click().perform()
+
+
+def _prompts(driver):
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(c => "
+        "(c.querySelector('.jp-InputPrompt') || {textContent: ''}).textContent.trim())")
+
+
+def _idle(driver):
+    return "| Idle" in driver.find_element("css selector", "#jp-main-statusbar").text
+
+
+def _run_all(driver, seconds=RUN_ALL_SECONDS):
+    """Clear every output, run all cells from the menu, and wait until each code cell has run (a numbered prompt;
+    a collapsed cell shows none) and the kernel is idle; the seconds taken."""
+    _command(driver, "Edit", "editmenu:clear-all")
+    _wait(lambda: "[ ]:" in _prompts(driver), 30, "the outputs to clear")
+    start = time.monotonic()
+    _command(driver, "Run", "runmenu:run-all")
+    done = lambda: _idle(driver) and not {"[ ]:", "[*]:"} & set(_prompts(driver))  # noqa: E731
+    state = lambda: (driver.save_screenshot(str(SHOTS / "jupyterlab_run_all_timeout.png"))  # noqa: E731
+                     and f"(prompts {_prompts(driver)}, idle {_idle(driver)})")
+    _wait(lambda: done() and (time.sleep(1) or done()), seconds, "Run All to finish", state)
+    return time.monotonic() - start
+
+
+def _cells(driver):
+    """Each code cell as (source, output text, input collapsed, outputs collapsed), in order."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(c => ["
+        "[...c.querySelectorAll('.cm-line')].map(l => l.textContent).join('\\n'),"
+        "(c.querySelector('.jp-OutputArea') || {innerText: ''}).innerText,"
+        "!!c.querySelector('.jp-InputPlaceholder'), !!c.querySelector('.jp-OutputPlaceholder')])")
+
+
+def _modified(driver):
+    return bool(driver.find_elements("css selector", ".lm-TabBar-tab.jp-mod-current.jp-mod-dirty"))
+
+
+def _saved(driver, lab, path):
+    """Save the notebook from JupyterLab and read what it wrote."""
+    _command(driver, "File", "docmanager:save")
+    _wait(lambda: not _modified(driver), 30, "the save")
+    return nbformat.read(lab[2] / path, as_version=4)
+
+
+def _widget_summary(driver):
+    """The comparator's printed averages, as shown in its output area (the <pre> of its last render)."""
+    pres = driver.find_elements("css selector", ".jp-OutputArea .widget-output pre")
+    return pres[0].text if pres else ""
+
+
+def test_the_comparator_runs_from_the_top_with_a_live_widget(lab, browser):
+    from selenium.webdriver.support.ui import Select
+
+    _open(browser, lab, COMPARATOR)
+    time.sleep(3)  # JupyterLab writes the kernel's metadata into the model once it connects
+    assert not _modified(browser), "opening the notebook marked it modified"
+    seconds = _run_all(browser)
+    print(f"Run All of {COMPARATOR}: {seconds:.0f} s")
+    browser.save_screenshot(str(SHOTS / "jupyterlab_nb04_run_all.png"))
+
+    saved = _saved(browser, lab, COMPARATOR)
+    errors = [o for c in saved.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"error outputs: {[e.ename + ': ' + e.evalue for e in errors]}"
+
+    labels = [e.text for e in browser.find_elements("css selector", ".jp-OutputArea .widget-dropdown label")]
+    assert {"encoder A", "encoder B"} <= set(labels), f"no rendered comparator (dropdowns: {labels})"
+    assert "run this cell" not in browser.find_element("css selector", ".jp-Notebook").text  # not the text form
+
+    before = _widget_summary(browser)
+    assert re.search(r"^B \S+: average SOCM \d\.\d{4}", before, re.M), before
+    dropdown = next(e for e in browser.find_elements("css selector", ".jp-OutputArea .widget-dropdown")
+                    if e.find_element("css selector", "label").text == "encoder B")
+    current = Select(dropdown.find_element("css selector", "select")).first_selected_option.text
+    other = next(name for name in ("untrained-minilm-l6", "all-minilm-l6") if name != current)
+    Select(dropdown.find_element("css selector", "select")).select_by_visible_text(other)
+    after = _wait(lambda: (s := _widget_summary(browser)) and f"B {other}:" in s and s, 120, "the comparator to redraw")
+    browser.save_screenshot(str(SHOTS / "jupyterlab_nb04_encoder_b.png"))
+    averages = [re.search(rf"^B .*average SOCM (\d\.\d+)", s, re.M)[1] for s in (before, after)]
+    assert averages[0] != averages[1], f"encoder B changed, its average did not: {before!r} -> {after!r}"
+
+
+def test_a_lab_run_from_the_top_answers_no_task_and_keeps_its_solutions_collapsed(lab, browser):
+    _open(browser, lab, LAB)
+    time.sleep(3)
+    assert not _modified(browser), "opening the notebook marked it modified"
+    opened = _cells(browser)
+    assert [c for c in opened if c[2]] and all(c[3] for c in opened if c[2]), "solutions are not collapsed on opening"
+    _run_all(browser, 120)
+    browser.save_screenshot(str(SHOTS / "jupyterlab_nb01_run_all.png"))
+    cells = _cells(browser)
+    checks = [(CHECK.search(src)[1], out) for src, out, _, _ in cells if CHECK.search(src)]
+    assert len(checks) >= 2, f"{len(checks)} checks found"
+    for task_id, shown in checks:
+        assert course.verdict(task_id, None).line() in shown, f"{task_id}: the check shows {shown!r}"
+    edition = nbformat.read(lab[2] / LAB, as_version=4)
+    solutions = ["solution" in c.metadata.get("tags", []) for c in edition.cells if c.cell_type == "code"]
+    assert len(solutions) == len(cells) and sum(solutions) >= 2
+    for (src, out, input_hidden, _), is_solution in zip(cells, solutions):  # outputs show once run, as in the book
+        assert input_hidden == is_solution, f"{'a solution' if is_solution else 'a cell'} is {'open' if is_solution else 'collapsed'}: {src[:80]!r}"
