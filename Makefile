@@ -6,8 +6,9 @@
 #   make editions   the Colab/Jupyter edition of every notebook page (book markup resolved) in _build/colab/
 #   make lab    JupyterLab on 127.0.0.1 with the editions (built when missing or older than the book), in _build/lab/
 #   make student   student notebooks (from the editions: no solutions, no outputs) and the kit socm-book-student.zip
-#   make student-book   the HTML book with every solution hidden, in _build/student-book/html (and its checks)
-#   make pdf   the whole book as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
+#   make student-book   the HTML book without any solution, in _build/student-book/html (and its checks)
+#   make pdf   the whole book for readers as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
+#   make student-pdf   the student book as one PDF, _build/pdf/socm-book-student.pdf, and the checks of every student artifact
 #   make assignments   graded assignments of every lab in _build/assignments/<lab>/ (student/, autograder/*.zip)
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
 #   make test-kernels   re-execute the float32 notebooks with torch on its baseline kernels, one thread (nbval-approx)
@@ -17,7 +18,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: venv book lab assignments build-book editions student build-student-book student-book build-pdf pdf test test-suite test-kernels test-floors notebooks bench rehearse clean
+.PHONY: venv book lab assignments build-book editions student build-student-book student-book build-pdf pdf build-student-pdf student-pdf test test-suite test-kernels test-floors notebooks bench rehearse clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml setup.py socm_lib/_lanes.c socm_lib/_lanes_body.h
@@ -69,7 +70,7 @@ student: venv
 	rm -rf _build/student
 	$(PY) scripts/student_edition.py --out _build/student notebooks/nb*.ipynb
 
-# the student book: a copy of the sources with sphinx-exercise's hide_solutions and the solution cells removed
+# the student book: a copy of the sources without the chapters' solutions and the notebooks' solution cells
 build-student-book: venv $(VENDOR)/.fetched
 	$(PY) scripts/student_book.py --out _build/student-book
 
@@ -84,10 +85,17 @@ build-pdf: build-book
 pdf: build-pdf
 	$(PY) -m pytest -q tests/test_pdf.py
 
+# the student book printed the same way: the PDF to hand out
+build-student-pdf: build-student-book
+	$(PY) scripts/book_pdf.py --html _build/student-book/html --out _build/pdf/socm-book-student.pdf
+
+student-pdf: build-book build-pdf build-student-pdf student  # the checks compare with the reader's book and PDF
+	$(PY) -m pytest -q tests/test_student_artifacts.py tests/test_pdf.py
+
 # every test: the suite and strict nbval of the committed outputs, then the other kernel family and the floors
 test: test-suite test-kernels test-floors
 
-test-suite: build-book build-student-book build-pdf
+test-suite: build-book build-student-book build-pdf build-student-pdf student
 	$(PY) -m pytest --durations=15 tests notebooks book/status.ipynb book/teaching.ipynb $(NBVAL)
 
 # The notebooks whose committed outputs come from torch's float32 kernels, re-executed with torch dispatching to

@@ -1,11 +1,15 @@
 """Print the built book (_build/html) to one PDF: _build/pdf/socm-book.pdf.
 
     python scripts/book_pdf.py            (what `make pdf` runs after `make build-book`)
+    python scripts/book_pdf.py --html _build/student-book/html --out _build/pdf/socm-book-student.pdf
+                                          (what `make student-pdf` runs: the student book, without solutions)
 
 Each page of the table of contents, in its order, is opened from disk by Debian's headless Chromium with every
 host name unresolvable (the book's vendored MathJax typesets the mathematics, the book's macros included,
 before the page is printed: `--virtual-time-budget` lets its scripts finish) and printed with the theme's print
-style sheet (no sidebars); poppler's `pdfunite` joins the pages. Figures are the pages' own images.
+style sheet (no sidebars) and the book's own, book/_static/print.css (the page's margins; code and outputs
+wrapped, tables and display equations fitted to the page, hidden code cells printed with their code);
+poppler's `pdfunite` joins the pages. Figures are the pages' own images.
 """
 
 import argparse
