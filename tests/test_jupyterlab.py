@@ -119,7 +119,7 @@ def _wait(condition, seconds, what, state=lambda: ""):
 def _open(driver, lab, path):
     """Open `path` in JupyterLab and wait until its kernel is idle."""
     url, token, _ = lab
-    driver.get(f"{url}/lab/tree/{path}?token={token}")
+    driver.get(f"{url}/lab/tree/{path}?reset&token={token}")  # a fresh workspace: no tab of an earlier test
     _wait(lambda: driver.find_elements("css selector", ".jp-NotebookPanel .jp-CodeCell"), 120, f"{path} to open")
     _wait(lambda: _idle(driver), 120, "the kernel")
 
@@ -136,7 +136,7 @@ def _command(driver, menu, command):
 
 def _prompts(driver):
     return driver.execute_script(
-        "return [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(c => "
+        "return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-CodeCell')].map(c => "
         "(c.querySelector('.jp-InputPrompt') || {textContent: ''}).textContent.trim())")
 
 
@@ -161,7 +161,7 @@ def _run_all(driver, seconds=RUN_ALL_SECONDS):
 def _cells(driver):
     """Each code cell as (source, output text, input collapsed, outputs collapsed), in order."""
     return driver.execute_script(
-        "return [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(c => ["
+        "return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-CodeCell')].map(c => ["
         "[...c.querySelectorAll('.cm-line')].map(l => l.textContent).join('\\n'),"
         "(c.querySelector('.jp-OutputArea') || {innerText: ''}).innerText,"
         "!!c.querySelector('.jp-InputPlaceholder'), !!c.querySelector('.jp-OutputPlaceholder')])")
@@ -200,7 +200,7 @@ def test_the_comparator_runs_from_the_top_with_a_live_widget(lab, browser):
 
     labels = [e.text for e in browser.find_elements("css selector", ".jp-OutputArea .widget-dropdown label")]
     assert {"encoder A", "encoder B"} <= set(labels), f"no rendered comparator (dropdowns: {labels})"
-    assert "run this cell" not in browser.find_element("css selector", ".jp-Notebook").text  # not the text form
+    assert "run this cell to use the comparator" not in browser.find_element("css selector", ".jp-Notebook").text  # no text form
 
     before = _widget_summary(browser)
     assert re.search(r"^B \S+: average SOCM \d\.\d{4}", before, re.M), before
