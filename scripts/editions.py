@@ -24,7 +24,8 @@ preprocessors (one transformation, shared by every edition; the student edition 
   (``../book/ch01_….md``) to its published page, a notebook page to its sibling edition (a relative ``.ipynb``
   link, which JupyterLab opens and which Colab resolves to the same branch); a link to a file that is not a page
   of the book is an error. Sentences about the book's own buttons are reworded (`BOOK_ONLY`).
-- `SolutionPreprocessor`: "Your turn" solutions collapsed (JupyterLab and Colab), their outputs cleared.
+- `SolutionPreprocessor`: each "Your turn" solution becomes a folded Markdown block (``<details>``), which JupyterLab
+  and Colab show closed and Run All never runs.
 - `OutputPreprocessor`: stderr outputs (progress bars) removed, as the book removes them (``nb_output_stderr``).
 - `InstallPreprocessor`: the Colab install cell installs the library at the commit the edition is built from,
   not the moving branch, so notebook and library cannot drift apart.
@@ -355,27 +356,36 @@ TASK_HEADING = re.compile(r"^###\s+(Task\s+\d+)", re.M)
 
 
 class SolutionPreprocessor(Preprocessor):
-    """Every "Your turn" solution (a code cell tagged `solution`) collapsed until the reader opens it, and not run.
+    """Every "Your turn" solution (a code cell tagged `solution`) folded away until the reader opens it, and never
+    run by Run All.
 
-    The book folds a solution's code behind a toggle (tag `hide-input`), which Jupyter and Colab ignore. In the
-    edition the cell's outputs are cleared (they would show the answer), JupyterLab collapses its code and outputs
-    (`metadata.jupyter.source_hidden`/`outputs_hidden`), and Colab shows it as a form (`metadata.cellView`), that is
-    as its first line ``#@title Solution to Task k (click to open)`` with the code hidden. The code itself is the
-    book's: it computes into `solution`, never into the student's `answer`.
+    The book folds a solution's code behind a toggle (tag `hide-input`), which Jupyter and Colab ignore; and a
+    collapsed code cell is still run by Run All, after which JupyterLab unfolds its outputs (the solution's value and
+    its check's "right."). So in the edition a solution is not code the notebook runs: it becomes a Markdown cell
+    holding the book's code in a closed ``<details>`` block, "Solution to Task k", which JupyterLab and Colab both
+    render folded. A reader who wants to run it copies it into a cell; it computes into `solution`, never into the
+    student's `answer`. The cell keeps its tags, so the student edition still finds and removes it.
     """
 
     def preprocess(self, nb, resources):
         task = "the task"
-        for cell in nb.cells:
+        for k, cell in enumerate(nb.cells):
             if cell.cell_type == "markdown":
                 task = (TASK_HEADING.findall(cell.source) or [task])[-1]
-            elif SOLUTION_TAG in cell.metadata.get("tags", []):
-                cell.source = f"#@title Solution to {task} (click to open)\n{cell.source}"
-                cell.outputs, cell.execution_count = [], None
-                cell.metadata.pop("execution", None)
-                cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
-                cell.metadata["cellView"] = "form"
+            if cell.cell_type == "code" and SOLUTION_TAG in cell.metadata.get("tags", []):
+                nb.cells[k] = folded_solution(cell, task)
         return nb, resources
+
+
+def folded_solution(cell, task: str) -> nbformat.NotebookNode:
+    """The Markdown cell that shows the solution code cell `cell` of `task` folded, with its id and tags."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", cell.source)), default=0))
+    source = (f"<details><summary>Solution to {task} (click to open; copy the code into a cell to run it)</summary>"
+              f"\n\n{fence}python\n{cell.source.rstrip()}\n{fence}\n\n</details>")
+    folded = nbformat.v4.new_markdown_cell(source, metadata={"tags": list(cell.metadata["tags"])})
+    if "id" in cell:
+        folded.id = cell.id
+    return folded
 
 
 class OutputPreprocessor(Preprocessor):

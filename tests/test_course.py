@@ -21,6 +21,10 @@ from socm_lib import course
 CHECK = re.compile(r'check\("(nb\d\d\.\d+)",\s*answer\)')
 SOLUTION_CHECK = re.compile(r'check\("(nb\d\d\.\d+)",\s*solution\)')
 ASSIGNS_ANSWER = re.compile(r"^\s*answer\s*=|\banswer\s*(\[[^]]*\])?\s*[+*/-]?=(?!=)", re.M)
+#: The introduction's sentence about the solutions, true in the book (a code toggle) and in the editions (a folded
+#: Markdown block); the student edition drops it with the solutions.
+WHERE_SOLUTIONS_ARE = ("Each task ends with its solution, its code folded away until you open it; the code computes "
+                       "into its own variable, `solution`, so running it never answers a task for you.")
 MALFORMED = {"number": "forty-two", "integer": 2.5, "array": "not an array", "choice": "none of these", "set": 42}
 
 
@@ -45,6 +49,8 @@ def test_your_turn_structure(path):
     assert all(c.cell_type == "code" for c in task_cells + solutions)
     checked = [m for c in cells if c.cell_type == "code" for m in CHECK.findall(c.source)]
     assert checked, f"{path.name}: no task is checked by socm_lib.course.check"
+    assert len(set(checked)) == len(checked), f"{path.name}: a task's answer is checked twice: {checked}"
+    assert WHERE_SOLUTIONS_ARE in cells[0].source, f"{path.name}: the introduction does not say where the solutions are"
     assert all(t.startswith(path.stem[:4] + ".") for t in checked), f"{path.name}: task ids must start with its name"
 
 

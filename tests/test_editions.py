@@ -64,31 +64,40 @@ def _shown(outputs):
     return [o for o in outputs if not (o.output_type == "stream" and o.name == "stderr")]
 
 
+FOLDED = re.compile(r"<details><summary>Solution to (Task \d) \(click to open; copy the code into a cell to run "
+                    r"it\)</summary>\n\n(`{3,})python\n(.*)\n\2\n\n</details>", re.S)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_code_cells_and_outputs_are_the_notebooks_own(written, page):
     """Every code cell keeps its code and its outputs but stderr, except the install cell (its commit, tested
-    below) and the solutions: collapsed, titled, and without outputs."""
+    below); every solution becomes Markdown holding exactly its code, folded, so that Run All never runs it."""
     original = nbformat.read(ROOT / f"{page}.ipynb", as_version=4)
     nb = written[1][page]
-    assert [c.cell_type for c in nb.cells] == [c.cell_type for c in original.cells]
-    pairs = [(c, o) for c, o in zip(nb.cells, original.cells) if c.cell_type == "code"]
+    assert [c.cell_type for c in nb.cells] == ["markdown" if _is_solution(c) else c.cell_type for c in original.cells]
+    assert [c.get("id") for c in nb.cells] == [c.get("id") for c in original.cells]
+    pairs = [(c, o) for c, o in zip(nb.cells, original.cells) if o.cell_type == "code"]
     kept = [(c, o) for c, o in pairs if not _is_solution(o) and "%pip install" not in o.source]
     assert [(c.source, c.outputs) for c, o in kept] == [(o.source, _shown(o.outputs)) for c, o in kept]
     for cell, orig in [(c, o) for c, o in pairs if _is_solution(o)]:
-        title, _, code = cell.source.partition("\n")
-        assert code == orig.source and re.fullmatch(r"#@title Solution to Task \d \(click to open\)", title), title
-        assert cell.outputs == [] and cell.execution_count is None
-        assert cell.metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
-        assert cell.metadata["cellView"] == "form"
+        folded = FOLDED.fullmatch(cell.source)
+        assert folded and folded[3] == orig.source.rstrip(), cell.source
+        assert cell.metadata["tags"] == orig.metadata["tags"]
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("notebooks/")])
-def test_every_solution_is_collapsed_and_titled_with_its_task(written, page):
+def test_no_solution_is_code_and_each_is_titled_with_its_task(written, page):
     nb = written[1][page]
+    assert not [c for c in nb.cells if c.cell_type == "code" and _is_solution(c)], f"{page}: a solution Run All runs"
     solutions = [c for c in nb.cells if _is_solution(c)]
     assert len(solutions) >= 2, f"{page}: {len(solutions)} solutions"
-    titles = [c.source.splitlines()[0] for c in solutions]
-    assert titles == [f"#@title Solution to Task {k} (click to open)" for k in range(1, len(titles) + 1)]
+    assert [FOLDED.fullmatch(c.source)[1] for c in solutions] == [f"Task {k}" for k in range(1, len(solutions) + 1)]
+
+
+def test_a_fence_inside_a_solution_does_not_end_its_block():
+    cell = nbformat.v4.new_code_cell('s = """\n```\n"""', metadata={"tags": ["solution"]})
+    folded = editions.folded_solution(cell, "Task 1")
+    assert FOLDED.fullmatch(folded.source)[3] == cell.source and "````python" in folded.source
 
 
 @pytest.mark.parametrize("page", PAGES)

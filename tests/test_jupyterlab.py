@@ -2,8 +2,8 @@
 a free port, over the editions of scripts/editions.py, and driven by Debian's headless chromium through selenium
 (Debian's chromedriver). The comparator's notebook opens without being marked modified, runs from the top without
 an error output and draws its widget (controls, not their plain-text form); changing encoder B changes the printed
-averages. A lab notebook run from the top answers no task: each task's check says "not answered yet", and every
-solution stays collapsed. The server is stopped by its process id when the module ends, also after a failure.
+averages. A lab notebook run from the top answers no task: each task's check says "not answered yet", no solution
+runs (each is a folded Markdown block), every one stays folded, and one opens when its title is clicked. The server is stopped by its process id when the module ends, also after a failure.
 Screenshots go to _build/screenshots/ (what a reader sees; CI artifacts). Needs the built book (`make test` builds it).
 """
 
@@ -215,12 +215,23 @@ def test_the_comparator_runs_from_the_top_with_a_live_widget(lab, browser):
     assert averages[0] != averages[1], f"encoder B changed, its average did not: {before!r} -> {after!r}"
 
 
-def test_a_lab_run_from_the_top_answers_no_task_and_keeps_its_solutions_collapsed(lab, browser):
+def _folded_solutions(driver):
+    """The visible notebook's ``<details>`` blocks titled "Solution to ...": (title, open, code shown) each. Chromium
+    lays out a closed block's content (hidden by content-visibility), so "shown" asks checkVisibility, not the size."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell details')]"
+        ".filter(d => d.querySelector('summary').textContent.startsWith('Solution to'))"
+        ".map(d => [d.querySelector('summary').textContent, d.open, d.querySelector('pre').checkVisibility()])")
+
+
+def test_a_lab_run_from_the_top_answers_no_task_and_keeps_its_solutions_folded(lab, browser):
     _open(browser, lab, LAB)
     time.sleep(3)
     assert not _modified(browser), "opening the notebook marked it modified"
-    collapsed = [(src, out) for src, out, input_hidden, _ in _cells(browser) if input_hidden]
-    assert len(collapsed) >= 2 and all(out == "" for _, out in collapsed), "solutions show something on opening"
+    edition = nbformat.read(lab[2] / LAB, as_version=4)
+    n_solutions = sum("solution" in c.metadata.get("tags", []) for c in edition.cells)
+    assert n_solutions >= 2 and not [c for c in edition.cells
+                                     if c.cell_type == "code" and "solution" in c.metadata.get("tags", [])]
     _run_all(browser, 120)
     browser.save_screenshot(str(SHOTS / "jupyterlab_nb01_run_all.png"))
     cells = _cells(browser)
@@ -228,8 +239,10 @@ def test_a_lab_run_from_the_top_answers_no_task_and_keeps_its_solutions_collapse
     assert len(checks) >= 2, f"{len(checks)} checks found"
     for task_id, shown in checks:
         assert course.verdict(task_id, None).line() in shown, f"{task_id}: the check shows {shown!r}"
-    edition = nbformat.read(lab[2] / LAB, as_version=4)
-    solutions = ["solution" in c.metadata.get("tags", []) for c in edition.cells if c.cell_type == "code"]
-    assert len(solutions) == len(cells) and sum(solutions) >= 2
-    for (src, out, input_hidden, _), is_solution in zip(cells, solutions):  # outputs show once run, as in the book
-        assert input_hidden == is_solution, f"{'a solution' if is_solution else 'a cell'} is {'open' if is_solution else 'collapsed'}: {src[:80]!r}"
+    assert not re.search(r"nb\d\d\.\d+: right", "\n".join(out for _, out, _, _ in cells)), "a solution ran"
+    folded = _folded_solutions(browser)
+    assert [title.split(" (")[0] for title, _, _ in folded] == [f"Solution to Task {k}" for k in range(1, n_solutions + 1)]
+    assert not [title for title, is_open, shown in folded if is_open or shown], f"solutions open after Run All: {folded}"
+    browser.find_element("css selector", ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell details summary").click()
+    opened = _wait(lambda: (f := _folded_solutions(browser)) and f[0][1] and f[0][2] and f, 10, "a solution to open")
+    assert not any(is_open for _, is_open, _ in opened[1:]), opened
