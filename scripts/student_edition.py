@@ -139,7 +139,9 @@ Python 3.10 or newer. In this folder:
     pip install jupyterlab
 
 Install torch first, from PyTorch's CPU index, as above: an unpinned `pip install torch` on Linux pulls a
-multi-GB CUDA build. `requirements.txt` pins the versions the book's outputs were made with.
+multi-GB CUDA build. `requirements.txt` pins the versions the book's outputs were made with. The wheel is pure
+Python: the library's small SVDs run on LAPACK one matrix at a time, which gives the same numbers as the compiled
+kernel of an install from the book's repository, more slowly.
 
 ## Work
 

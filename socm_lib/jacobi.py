@@ -21,8 +21,12 @@ orthogonal to working precision the singular values are the row norms. One *swee
 once, in the round-robin order of a chess tournament: ``n/2`` disjoint pairs per step (rotated together,
 across the whole batch), ``n - 1`` steps (an odd ``n`` gets one zero row, which nothing rotates).
 A pair is rotated only while :math:`|\gamma| > \tau\sqrt{\alpha\beta}` with :math:`\tau = m\,\varepsilon`
-(:math:`\varepsilon` the dtype's machine epsilon); a matrix has converged after a sweep that rotated
-nothing, and converged matrices leave the batch. One-sided Jacobi computes singular values to high
+(:math:`\varepsilon` the dtype's machine epsilon) and :math:`|\gamma| > m\,\varepsilon^2\,\|W\|_F^2`, the
+round-off level of an inner product of the matrix (rotations keep :math:`\|W\|_F`). The second test matters
+for a rank-deficient matrix: rows it drives to zero end at round-off level, and the relative test alone would
+rotate those noise rows against each other forever; skipping them moves a singular value by at most about
+:math:`\sqrt{m}\,\varepsilon\,\|W\|_F`. A matrix has converged after a sweep that rotated nothing, and converged
+matrices leave the batch. One-sided Jacobi computes singular values to high
 relative accuracy (Demmel and Veselić, 1992) and converges quadratically once the rows are nearly
 orthogonal, typically in 6 to 10 sweeps. A matrix still rotating after :data:`MAX_SWEEPS` sweeps is
 handed, alone with the others like it, to ``torch.linalg.svdvals``. Each matrix is first scaled by a
@@ -30,7 +34,7 @@ power of two (exact) so that its largest entry lies in :math:`[1/2, 1)`: squares
 :math:`10^{\pm 160}` neither overflow nor underflow.
 
 **Cost, counted for one GPU.** Per step and matrix the three dot products cost :math:`6m\cdot n/2` flops and
-the rotations as many, so a sweep costs :math:`6\,m\,n(n-1)` flops; unfused, a step's 39 tensor operations move
+the rotations as many, so a sweep costs :math:`6\,m\,n(n-1)` flops; unfused, a step's 41 tensor operations move
 about 16 passes over the batch, :math:`16 \times 8\,n m` bytes (float64). On the benchmark's 499,500 pairs
 (1,000 clouds of 5 to 60 tokens, d = 384; 71 % of the pairs have a padded side above 32) the engine's blocks of
 :math:`2^{22}` entries are 584 batches whose steps add up to 10,110 a sweep, and a matrix takes 10.1 sweeps on
@@ -40,9 +44,9 @@ average (the last one finding nothing to rotate; measured on 800 of those pairs)
   34 TFLOP/s of an H100/H200-class GPU's float64 units;
 * memory traffic: :math:`2.0\times 10^{12}` bytes a sweep, :math:`2.0\times 10^{13}` in all: about 4 s at the
   4.8 TB/s of an H200's memory (6 s at an H100's 3.35 TB/s), less where a block (32 MB) stays in the 50 MB L2 cache;
-* kernel launches: about 10 sweeps a batch (the slowest matrix of each: 9.8 on average in the sample above, a few
-  rank-deficient matrices reaching :data:`MAX_SWEEPS` and going to ``svdvals``) x 10,110 steps x 39 operations,
-  3.9 million launches: at about 5 microseconds each, some 20 s, so as written the solver is bound by launches.
+* kernel launches: about 10 sweeps a batch (the slowest matrix of each: 9.8 on average in the sample above)
+  x 10,110 steps x 41 operations,
+  4.1 million launches: at about 5 microseconds each, some 21 s, so as written the solver is bound by launches.
 
 Against the loop it replaces (cuSOLVER, one call per matrix for the 356,000 pairs above 32 x 32, each call tens of
 microseconds or more) this is a gain; capturing a sweep in a CUDA graph would remove the launch cost (about 4 s,
@@ -75,15 +79,17 @@ def _round_robin(n: int) -> torch.Tensor:
     return torch.tensor([where[player] for player in then])
 
 
-def _sweep(W: torch.Tensor, perm: torch.Tensor, tol: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _sweep(W: torch.Tensor, perm: torch.Tensor, tol: float, floor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One sweep of rotations over the rows of every ``W`` in the batch ``(b, n, m)``; ``(W, rotated)`` after it,
-    ``rotated[k]`` true when matrix ``k`` still had a pair above the tolerance."""
+    ``rotated[k]`` true when matrix ``k`` still had a pair above the tolerance. ``floor`` (``(b, 1)``): the
+    round-off level of each matrix's inner products, below which a pair is not rotated."""
     h = W.shape[1] // 2
     rotated = torch.zeros(W.shape[0], dtype=torch.bool, device=W.device)
     for _ in range(W.shape[1] - 1):
         x, y = W[:, :h], W[:, h:]
         alpha, beta, gamma = (x * x).sum(-1), (y * y).sum(-1), (x * y).sum(-1)
-        rotate = gamma.abs() > tol * torch.sqrt(alpha * beta)
+        g = gamma.abs()
+        rotate = (g > tol * torch.sqrt(alpha * beta)) & (g > floor)
         zeta = (beta - alpha) / (2.0 * torch.where(rotate, gamma, torch.ones_like(gamma)))
         t = torch.where(zeta >= 0, 1.0, -1.0) / (zeta.abs() + torch.hypot(torch.ones_like(zeta), zeta))
         t = torch.where(rotate, t, torch.zeros_like(t))
@@ -112,14 +118,16 @@ def batched_svdvals(G: torch.Tensor, max_sweeps: int | None = None) -> torch.Ten
     if n % 2:
         W = torch.cat([W, W.new_zeros(b, 1, m)], dim=1)
     perm = _round_robin(W.shape[1]).to(W.device)
-    tol = m * torch.finfo(W.dtype).eps
+    eps = torch.finfo(W.dtype).eps
+    tol = m * eps
+    floor = (m * eps * eps) * (W * W).sum(dim=(1, 2))[:, None]  # rotations keep ||W||_F: the floor stays valid
     out = torch.empty(b, W.shape[1], dtype=W.dtype, device=W.device)
     active = torch.arange(b, device=W.device)
     for _ in range(max_sweeps):
-        W, rotated = _sweep(W, perm, tol)
+        W, rotated = _sweep(W, perm, tol, floor)
         done = ~rotated
         out[active[done]] = torch.linalg.vector_norm(W[done], dim=-1)
-        active, W = active[rotated], W[rotated]
+        active, W, floor = active[rotated], W[rotated], floor[rotated]
         if not len(active):
             break
     out = out[:, :n]

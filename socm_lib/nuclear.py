@@ -19,13 +19,19 @@ to LAPACK, as :func:`kernel_report` says. The environment variable :data:`KERNEL
 from __future__ import annotations
 
 import os
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
 
 import numpy as np
 
 try:
     from . import _lanes
 except ImportError as error:  # not built: no compiler at install time, or an install without it
-    _lanes, _MISSING = None, str(error)
+    _built = [p.name for p in Path(__file__).parent.glob("_lanes*") if p.name.endswith(tuple(EXTENSION_SUFFIXES))]
+    _lanes = None
+    _MISSING = (f"built but not loaded: {_built[0]}: {error}" if _built else
+                "not built: this install has no socm_lib._lanes extension (it is built only where a C compiler is "
+                "found: install the library from its sources, pip install . in a clone, with one)")
 else:
     _MISSING = None
 
@@ -61,7 +67,7 @@ def kernel() -> str | None:
 def kernel_report() -> str:
     """One line: which route the nuclear norms take here, and why LAPACK when it is LAPACK."""
     if _lanes is None:
-        return f"nuclear norms: LAPACK per matrix (compiled lane kernel not built: {_MISSING})"
+        return f"nuclear norms: LAPACK per matrix (compiled lane kernel {_MISSING})"
     name = kernel()
     if name is None:
         return f"nuclear norms: LAPACK per matrix ({KERNEL_ENV}=lapack; kernel variants here: {', '.join(variants())})"

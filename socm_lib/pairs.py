@@ -230,7 +230,7 @@ def _prepare(clouds, normalize: bool, tolerance: float):
         traces.append(float((A * A).sum()))
         row_counts.append(max(A.shape[0], 1))  # a one-token text keeps one zero row
     row_counts = np.array(row_counts)
-    buckets = [_Bucket(b, members, int(row_counts[members].max()))
+    buckets = [_Bucket(b, np.sort(members), int(row_counts[members].max()))  # in text order: see _texts_of
                for b, members in enumerate(_buckets(row_counts, tolerance))]
     return torch.stack(means).numpy(), np.array(traces), buckets, X
 
@@ -324,6 +324,15 @@ def _matmul_t(left: torch.Tensor, right: torch.Tensor, use_torch: bool) -> torch
     return torch.from_numpy(np.matmul(left.numpy(), np.swapaxes(right.numpy(), -1, -2)))
 
 
+def _cross_grams(left: torch.Tensor, right: torch.Tensor, use_torch: bool) -> torch.Tensor:
+    """Every cross-Gram :math:`A_a A_b^\top` of the texts of ``left`` (``(n_a, L_a, d)``) with those of ``right``
+    (``(n_b, L_b, d)``), as a ``(n_a, n_b, L_a, L_b)`` view of one matrix product (a single large GEMM)."""
+    ca, La, d = left.shape
+    nb, Lb, _ = right.shape
+    G = _matmul_t(left.reshape(ca * La, d), right.reshape(nb * Lb, d), use_torch)
+    return G.reshape(ca, La, nb, Lb).transpose(1, 2)
+
+
 def _svd_batch(p: int, q: int) -> int:
     """How many ``p x q`` matrices go to one batched SVD call on the torch path (see :data:`SVD_BATCH`)."""
     return max(1, min(SVD_BATCH, SVD_BATCH_ELEMS // (p * q)))
@@ -408,11 +417,8 @@ def _bucket_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, r0: int, row
     starts at text ``r0`` of ``Bb`` and the SVD takes only the slots above the diagonal.
     """
     first = r0 if Ba is Bb else 0
-    left, right = factors(Ba)[r0 : r0 + rows], factors(Bb)[first:]
-    ca, La, d = left.shape
-    nb, Lb, _ = right.shape
-    G = _matmul_t(left.reshape(ca * La, d), right.reshape(nb * Lb, d), use_torch)
-    G = G.reshape(ca, La, nb, Lb).transpose(1, 2)
+    G = _cross_grams(factors(Ba)[r0 : r0 + rows], factors(Bb)[first:], use_torch)
+    ca, nb = G.shape[:2]
     mine, theirs = Ba.members[r0 : r0 + ca], Bb.members[first:]
     d_mu = _mean_distance_grid(means[mine], means[theirs])
     if Ba is Bb:
@@ -455,10 +461,47 @@ def _listed_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, positions, p
     return positions, gi, gj, nuclear, _mean_distances(means[gi], means[gj])
 
 
+def _texts_of(A: torch.Tensor, slots: np.ndarray) -> torch.Tensor:
+    """Rows ``slots`` (increasing) of a bucket's factors ``A``: a view when they are consecutive, else a copy.
+
+    A bucket lists its texts in increasing order, so the texts of one set of :func:`socm_cross` (the first set's
+    indices all come before the second's) are consecutive in every bucket and are read in place.
+    """
+    if slots[-1] - slots[0] + 1 == len(slots):
+        return A[int(slots[0]) : int(slots[-1]) + 1]
+    return A[torch.from_numpy(slots).to(A.device)]
+
+
+def _grid_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, positions, rows, cols, pairs, slot_of, means,
+                     use_torch: bool):
+    """Pairs ``pairs[positions]``, each a text of ``rows`` (sorted texts of ``Ba``) with one of ``cols`` (of ``Bb``):
+    ``(positions, i, j, nuclear norms, d_mu)``.
+
+    One matrix product gives the cross-Grams of the whole grid ``rows x cols`` (:func:`_cross_grams`), from which
+    each pair takes its own: the same numbers as :func:`_listed_pair_block` to round-off, with one large GEMM in
+    place of a gather and a product per pair. A pair listed twice takes one SVD.
+    """
+    gi, gj = pairs[positions, 0], pairs[positions, 1]
+    G = _cross_grams(_texts_of(factors(Ba), slot_of[rows]), _texts_of(factors(Bb), slot_of[cols]), use_torch)
+    cells, pair_cell = np.unique(np.searchsorted(rows, gi) * len(cols) + np.searchsorted(cols, gj),
+                                 return_inverse=True)
+    if len(cells) == len(rows) * len(cols):  # the whole tile: the SVDs read the product where it is, no copy
+        nuclear = _nuclear_norms(G, use_torch).reshape(-1)[pair_cell]
+    else:
+        r, q = (torch.from_numpy(k).to(G.device) for k in np.divmod(cells, len(cols)))
+        nuclear = _nuclear_norms(G[r, q], use_torch)[pair_cell]
+    return positions, gi, gj, nuclear, _mean_distances(means[gi], means[gj])
+
+
 def _listed_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.ndarray, pairs: np.ndarray,
                         block_elems: int, use_torch: bool) -> list:
-    """The given pairs as blocks of :func:`_listed_pair_block`, grouped by bucket pair so padding stays small, in
-    the order of :func:`_visit_key`."""
+    """The given pairs as blocks, grouped by bucket pair so padding stays small, in the order of :func:`_visit_key`.
+
+    A group whose pairs cover its grid (its distinct first texts times its distinct second texts are no more than
+    its pairs, as for :func:`socm_cross`) is cut into tiles of the grid, each one :func:`_grid_pair_block`; any
+    other group goes pair by pair in :func:`_listed_pair_block`. Both hold at most about ``block_elems``
+    cross-Gram entries and ``4 block_elems`` gathered factor entries at a time (at least one text, or one pair).
+    """
     bucket_of = np.empty(len(means), dtype=np.int64)
     slot_of = np.empty(len(means), dtype=np.int64)
     for b, B in enumerate(buckets):
@@ -471,6 +514,20 @@ def _listed_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.nda
     for group in np.split(order, boundaries):
         Ba, Bb = buckets[bi[group[0]]], buckets[bj[group[0]]]
         La, Lb = Ba.rows, Bb.rows
+        rows, cols = np.unique(pairs[group, 0]), np.unique(pairs[group, 1])
+        if len(rows) * len(cols) <= len(group):
+            width = min(len(cols), max(1, 2 * block_elems // (Lb * d)))
+            height = max(1, min(block_elems // (La * width * Lb), 2 * block_elems // (La * d)))
+            r = np.searchsorted(rows, pairs[group, 0]) // height
+            c = np.searchsorted(cols, pairs[group, 1]) // width
+            tile_order = np.lexsort((c, r))
+            cuts = np.flatnonzero(np.diff(r[tile_order]) | np.diff(c[tile_order])) + 1
+            for tile in np.split(tile_order, cuts):
+                r0, c0 = r[tile[0]] * height, c[tile[0]] * width
+                block = partial(_grid_pair_block, factors, Ba, Bb, group[tile], rows[r0 : r0 + height],
+                                cols[c0 : c0 + width], pairs, slot_of, means, use_torch)
+                blocks.append((key(Ba.index, Bb.index), block))
+            continue
         step = max(1, block_elems // max(La * Lb, (La + Lb) * d // 4))
         for k0 in range(0, len(group), step):
             idx = group[k0 : k0 + step]

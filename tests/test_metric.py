@@ -114,6 +114,29 @@ def test_listed_pairs_match_reference(ragged, normalize, tolerance, block_elems)
         assert res.d_sigma[a] == pytest.approx(res.d_sigma[b], rel=1e-10, abs=1e-14)
 
 
+@pytest.mark.parametrize("tolerance,block_elems", [(100.0, 1 << 22), (0.15, 1 << 22), (100.0, 1), (0.15, 300)])
+def test_listed_pairs_that_cover_a_grid_take_one_product_per_tile(ragged, tolerance, block_elems, monkeypatch):
+    """Every pair of texts 0-8 with texts 9-17 (shuffled, some listed twice, as socm_cross lists them) covers a
+    grid: it goes through _grid_pair_block, one matrix product per tile, tiles down to one pair at block_elems=1,
+    and agrees with the per-pair reference. A sparse list of the same texts goes pair by pair instead."""
+    from socm_lib import pairs as engine
+
+    tiles = []
+    grid_block = engine._grid_pair_block
+    monkeypatch.setattr(engine, "_grid_pair_block", lambda *args: tiles.append(args[3]) or grid_block(*args))
+    rng = np.random.default_rng(3)
+    grid = np.array([(i, j) for i in range(9) for j in range(9, 18)])
+    pairs = rng.permutation(np.concatenate([grid, grid[rng.choice(len(grid), 10)]]))
+    res = socm_lib.socm_pairs(ragged, pairs, bucket_tolerance=tolerance, block_elems=block_elems, device="cpu")
+    check_result(res, ragged, pairs)
+    assert sorted(np.concatenate(tiles)) == list(range(len(pairs))), "not every pair went through a grid tile"
+    if block_elems == 1:
+        assert len(tiles) == len(grid), f"{len(tiles)} tiles for {len(grid)} distinct pairs at block_elems=1"
+    tiles.clear()
+    socm_lib.socm_pairs(ragged, grid[::7], bucket_tolerance=100.0, device="cpu")
+    assert not tiles, "a sparse list of pairs went through the grid"
+
+
 def test_threaded_and_single_thread_runs_agree(ragged):
     """Blocks run in torch.get_num_threads() threads; one thread (run inline) must give the same figures."""
     threads = torch.get_num_threads()

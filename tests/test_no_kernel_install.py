@@ -1,0 +1,62 @@
+"""The library installed without its compiled kernel, as on a machine without a C compiler: the pure wheel that the
+student kit ships (scripts/student_edition.py). It must say that the small SVDs run on LAPACK and why, and give the
+numbers of this install (with the kernel where it is built) to round-off.
+
+The wheel runs in a separate interpreter started without site processing (``python -S``), with only the unpacked
+wheel and this environment's dependencies on its path: the repository's editable install, whose finder would hand
+it the kernel built in the source tree, is not loaded there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+import socm_lib
+from socm_lib import nuclear
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import student_edition  # noqa: E402
+
+CLOUDS = """
+import numpy as np
+rng = np.random.default_rng(0)
+clouds = [rng.standard_normal((int(n), 48)) for n in rng.integers(1, 70, size=40)]
+"""
+RUN = CLOUDS + """
+import json, socm_lib
+from socm_lib import nuclear
+result = socm_lib.socm_pairs(clouds, device="cpu", progress=False)
+print(json.dumps({"file": socm_lib.__file__, "variants": list(nuclear.variants()), "report": nuclear.kernel_report(),
+                  "d_sigma": result.d_sigma.tolist(), "socm": result.socm.tolist()}))
+"""
+
+
+def test_without_the_kernel_the_engine_takes_lapack_says_why_and_gives_the_same_numbers(tmp_path):
+    wheel = student_edition.build_wheel(tmp_path / "wheel")
+    with zipfile.ZipFile(wheel) as zf:
+        assert not [n for n in zf.namelist() if n.endswith((".so", ".pyd", ".c", ".h"))], "the wheel is not pure"
+        zf.extractall(tmp_path / "site")
+    path = os.pathsep.join([str(tmp_path / "site"), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    run = subprocess.run([sys.executable, "-S", "-c", RUN], env={**os.environ, "PYTHONPATH": path}, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    there = json.loads(run.stdout.splitlines()[-1])
+    assert Path(there["file"]).is_relative_to(tmp_path / "site"), f"the wheel's library was not the one loaded: {there['file']}"
+    assert there["variants"] == []
+    assert there["report"].startswith("nuclear norms: LAPACK per matrix (compiled lane kernel not built: this install "
+                                      "has no socm_lib._lanes extension"), there["report"]
+
+    scope: dict = {}
+    exec(CLOUDS, scope)
+    here = socm_lib.socm_pairs(scope["clouds"], device="cpu", progress=False)
+    scale = np.abs(here.d_sigma).max()
+    np.testing.assert_allclose(there["d_sigma"], here.d_sigma, rtol=1e-12, atol=1e-14 * scale,
+                               err_msg=f"LAPACK (wheel) against {nuclear.kernel_report()} (this install)")
+    np.testing.assert_allclose(there["socm"], here.socm, rtol=1e-12, atol=1e-14 * scale)
