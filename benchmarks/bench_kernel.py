@@ -15,7 +15,8 @@ which stay meaningful on a loaded machine where seconds do not:
 * **per matrix**: microseconds per matrix on one thread (BLAS and the engine limited to one thread), on those
   recorded matrices;
 * **end to end**: ``socm_pairs`` over all 499,500 pairs of 1,000 synthetic clouds (5 to 60 tokens) at d = 384, and
-  on 400 clouds at d = 768, ``socm_summary`` and ``socm_cross`` on smaller sets, every core, routes alternated;
+  on 400 clouds at d = 768, ``socm_summary`` on the same 1,000 clouds and ``socm_cross`` between their two halves
+  (250,000 pairs), every core, routes alternated;
   peak memory of ``socm_pairs`` at d = 384 per route, each in a fresh process.
 
 Writes ``benchmarks/results/kernel.json`` (with ``--quick``, a temporary folder), which records the kernel variant
@@ -40,7 +41,7 @@ ROUTES = ("lapack", "kernel")
 #: (texts, d, alternations) of the end-to-end runs; full and quick.
 END_TO_END = {
     False: {"socm_pairs d=384": (1000, 384, 2), "socm_pairs d=768": (400, 768, 1),
-            "socm_summary d=384": (300, 384, 1), "socm_cross d=384": (200, 384, 1)},
+            "socm_summary d=384": (1000, 384, 1), "socm_cross d=384": (1000, 384, 1)},
     True: {"socm_pairs d=384": (80, 384, 1), "socm_pairs d=768": (40, 768, 1),
            "socm_summary d=384": (40, 384, 1), "socm_cross d=384": (40, 384, 1)},
 }

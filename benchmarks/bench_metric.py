@@ -223,7 +223,10 @@ def route_worker(route: str, source: str, d: int, n_texts: int, pairs: list, cac
 
 # ----------------------------------------------------------------------------- all pairs, isolated
 def svd_floor(clouds, n_cores: int, sample: int = 20_000) -> dict:
-    """Estimate the least time any one-SVD-per-pair method needs for every pair: no padding, no batching overhead.
+    """Estimate the least time one LAPACK call per pair needs for every pair: no padding, no batching overhead.
+
+    A floor for any route that decomposes the matrices one at a time; the compiled lane kernel
+    (``socm_lib.nuclear``), which decomposes many at once, goes below it.
 
     For a random sample of pairs, the exact (unpadded) float64 cross-Grams ``A_i A_j^T`` are formed
     first; then only their singular values are timed, one LAPACK call per matrix on one thread.
