@@ -98,10 +98,15 @@ def normalize_cloud(X) -> torch.Tensor:
     return Y * scale
 
 
+def _unit_spread(Y: torch.Tensor) -> torch.Tensor:
+    r""":math:`S(Y)` of a cloud already at unit scale (:func:`unit_scale`): its squares cannot overflow."""
+    return ((Y - Y.mean(dim=0)) ** 2).sum(dim=1).mean()
+
+
 def spread(X) -> float:
     r""":math:`S(X) = \frac1n\sum_j \lVert x_j-\mu\rVert^2 = \operatorname{tr}\Sigma(X)`."""
     Y, s = unit_scale(as_cloud(X, "X"))
-    out = float(((Y - Y.mean(dim=0)) ** 2).sum(dim=1).mean()) * float(s) ** 2
+    out = float(_unit_spread(Y)) * float(s) ** 2
     if out == float("inf"):
         raise ValueError("X has a spread larger than the largest float64; rescale the cloud (or use "
                          "concentration_ratio, which is scale-free).")
@@ -115,7 +120,7 @@ def concentration_ratio(X) -> float:
     tokens huddle around their mean (Chapter 8).
     """
     Y, scale = normalized_mean_and_scale(as_cloud(X, "X"), "X")
-    return float(((Y - Y.mean(dim=0)) ** 2).sum(dim=1).mean() * scale**2)
+    return float(_unit_spread(Y) * scale**2)
 
 
 def avg_intra_cosine(X) -> float:
