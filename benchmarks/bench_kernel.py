@@ -74,7 +74,7 @@ def clouds_of(kind: str, n_texts: int, d: int = 384) -> list[np.ndarray]:
 def engine_matrices(clouds) -> list[np.ndarray]:
     """The cross-matrix batches the engine hands to its nuclear norms for all pairs of ``clouds`` (copies)."""
     import socm_lib
-    from socm_lib import pairs as engine
+    from socm_lib import block_math as engine
 
     seen, original = [], engine._nuclear_norms
 

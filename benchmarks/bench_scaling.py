@@ -39,11 +39,11 @@ SEED = 0
 SWEEPS = {
     False: {"texts": {"values": [100, 300, 1000, 3000], "fixed": 384},
             "dim": {"values": [128, 256, 384, 768, 1024], "fixed": 150}},
-    True: {"texts": {"values": [50, 100, 200], "fixed": 384},
-           "dim": {"values": [128, 384, 768], "fixed": 60}},
+    True: {"texts": {"values": [40, 80], "fixed": 384},
+           "dim": {"values": [128, 384], "fixed": 30}},
 }
 #: Texts of the socm_summary row (d = 384): the largest point of the texts sweep.
-SUMMARY_TEXTS = {False: 3000, True: 200}
+SUMMARY_TEXTS = {False: 3000, True: 80}
 #: Runs per point: several where a run is short, one where a single run takes tens of seconds.
 LONG_PAIRS = 400_000
 

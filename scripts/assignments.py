@@ -12,7 +12,7 @@ For a lab ``notebooks/nbXX_*.ipynb`` it writes
 * ``<out>/<lab>/autograder/<lab>-autograder.zip``, for the instructor only: ``key.json`` (each checked task's
   expected value, computed here through the library, with its tolerances, hint and points), the solved copy
   ``<lab>-solution.ipynb`` (the student copy with every solution written into its task cell, ``answer = solution``)
-  and a README saying how to grade: ``python scripts/grade.py --key <zip> --out <dir> <submissions>``.
+  and a README saying how to grade: ``python scripts/grade.py --key <zip> --out <dir> --jobs N <submissions>``.
 
 Nothing the students receive holds an expected value: the key leaves the library's recipes behind, and grading
 (scripts/grade.py) reads only the key and the plain answers.
@@ -43,9 +43,10 @@ SELF_CHECK = re.compile(r"""^\s*check\(\s*["']nb\d\d\.\d+["']\s*,\s*solution\s*\
 README = """# Autograder of {lab}
 
 For the instructor only: `key.json` holds the expected values. Grade the collected notebooks from the repository
-of the book, in its environment (`make venv`), on Linux 5.13 or newer with Landlock enabled (elsewhere it refuses to grade):
+of the book, in its environment (`make venv`), on Linux with bubblewrap (package `bubblewrap`), each submission alone
+in its sandbox, as many at once as the machine has cores (elsewhere it refuses to grade and says what is missing):
 
-    .venv/bin/python scripts/grade.py --key {zip} --out graded/ submissions/*.ipynb
+    .venv/bin/python scripts/grade.py --key {zip} --out graded/ --jobs 2 submissions/*/{lab}.ipynb
 
 `{solution}` is a solved copy: it scores {total} of {total} points.
 """

@@ -12,7 +12,8 @@ preprocessors (one transformation, shared by every edition; the student edition 
   by myst-nb's own `format_plain_text` (the function the book's glue role calls), so it is exactly the text
   the book shows.
 - `ReferencePreprocessor`: ``{prf:ref}``, ``{numref}``, ``{eq}`` and ``{doc}`` become Markdown links to the
-  published page and anchor (``html.baseurl`` of `_config.yml`), with the visible text the built book gives
+  published page and anchor (``html.baseurl`` of `_config.yml`; ``--book-url`` names another copy of the book, as
+  `make lab` does for the one built on this machine), with the visible text the built book gives
   them ("Theorem 2", "(9)", a page's title). The text and target are read from the built HTML page of the
   same notebook (`_build/html`), where Sphinx has already resolved and numbered every reference; a page
   title for ``{doc}`` from the built book's inventory (`objects.inv`, read by `sphinx.util.inventory`).
@@ -28,12 +29,13 @@ preprocessors (one transformation, shared by every edition; the student edition 
   and Colab show closed and Run All never runs.
 - `OutputPreprocessor`: stderr outputs (progress bars) removed, as the book removes them (``nb_output_stderr``).
 - `InstallPreprocessor`: the Colab install cell installs the library at the commit the edition is built from,
-  not the moving branch, so notebook and library cannot drift apart.
+  not the moving branch, so notebook and library cannot drift apart. Built from a copy that is no git checkout (a
+  source archive, GitHub's "Download ZIP"), the cell keeps the branch it names, and the script says so.
 - `KernelPreprocessor`: the kernel metadata that ipykernel itself reports, so JupyterLab does not rewrite it
   (and mark the notebook modified) the moment the kernel connects.
-- `ColabBadgePreprocessor`: an "Open in Colab" badge in the first cell, pointing at this edition on the
+- `ColabBadgePreprocessor`: an "Open in Colab" link in the first cell, pointing at this edition on the
   editions branch (`html_theme_options.repository_branch` of `_config.yml`, which the book's Colab buttons
-  use too).
+  use too); a text link, not Colab's badge image, which shows broken without a network.
 
 `write_editions` also puts each edition in place of the raw source that the built book's download button
 serves (``_build/html/_sources/<page>.ipynb``).
@@ -70,7 +72,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 OUT = ROOT / "_build" / "colab"
 # the files the notebooks read, relative to the repository root, carried with every edition
-DATA_FILES = ["benchmarks/results/*.json", "notebooks/execution.json", "notebooks/rehearsal.json"]
+DATA_FILES = ["benchmarks/results/*.json", "notebooks/execution.json", "notebooks/rehearsal.json",
+              "notebooks/explorer/*.json"]
 
 ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<content>[^`]*)`")
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
@@ -79,13 +82,20 @@ EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 class Book:
     """What the editions need from the book: its configuration and its built HTML."""
 
-    def __init__(self, root: Path = ROOT, html: Path = HTML, commit: str | None = None):
-        self.root, self.html, self._commit = root, html, commit
+    def __init__(self, root: Path = ROOT, html: Path = HTML, commit: str | None = None, book_url: str | None = None):
+        self.root, self.html, self._commit, self._book_url = root, html, commit, book_url
         self.config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
 
     @property
     def baseurl(self) -> str:
+        """Where the book is published (``html.baseurl`` of `_config.yml`)."""
         return self.config["html"]["baseurl"].rstrip("/") + "/"
+
+    @property
+    def book_url(self) -> str:
+        """Where the editions' references, citations and chapter links point: the copy of the book given, or the
+        published one."""
+        return (self._book_url or self.baseurl).rstrip("/") + "/"
 
     @property
     def macros(self) -> dict:
@@ -104,16 +114,28 @@ class Book:
         return self.config["sphinx"]["config"].get("nb_output_stderr") == "remove"
 
     @cached_property
-    def commit(self) -> str:
-        """The commit the editions are built from: the one given, or `git rev-parse HEAD` of the book's checkout."""
+    def commit(self) -> str | None:
+        """The commit the editions are built from: the one given, or `git rev-parse HEAD` of the book's checkout;
+        None where the book's folder is no git checkout (a source archive, even one unpacked inside another
+        repository)."""
         if self._commit:
             return self._commit
         try:
-            done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=self.root, capture_output=True, text=True, check=True)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise ValueError(f"{self.root} is not a git checkout, so the commit to install is unknown: "
-                             "build the editions from a clone, or pass --commit") from exc
-        return done.stdout.strip()
+            done = subprocess.run(["git", "rev-parse", "--show-toplevel", "HEAD"], cwd=self.root, capture_output=True,
+                                  text=True, check=True)
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        top, head = done.stdout.splitlines()
+        return head if Path(top).resolve() == self.root.resolve() else None
+
+    def install_note(self) -> str:
+        """What the install cells of the editions install, in a sentence."""
+        if self.commit:
+            return f"the install cells install the library at commit {self.commit[:12]}"
+        version = re.search(r'__version__ = "([^"]+)"', (self.root / "socm_lib" / "__init__.py").read_text("utf-8"))
+        return (f"{self.root} is no git checkout (a source archive?), so the commit is unknown: the install cells "
+                f"keep the branch they name, and Colab installs that branch's library, which may be newer than this "
+                f"copy's (version {version[1] if version else 'unknown'}); pass --commit to name a commit")
 
     def colab_url(self, path: str) -> str:
         colab = self.config["launch_buttons"]["colab_url"].rstrip("/")
@@ -215,7 +237,7 @@ class ReferencePreprocessor(Preprocessor):
                 if anchor not in links:
                     raise ValueError(f"{docname}: the built page has no link to {target!r} ({role}): rebuild the book")
                 url, shown = links[anchor]
-            return f"[{text or shown}]({book.baseurl}{url})"
+            return f"[{text or shown}]({book.book_url}{url})"
 
         for cell in _markdown_cells(nb):
             cell.source = _replace_roles(cell.source, {"prf:ref", "numref", "eq", "doc", "ref"}, link)
@@ -236,7 +258,7 @@ class CitationPreprocessor(Preprocessor):
 
     def preprocess(self, nb, resources):
         book = resources["book"]
-        url = f"{book.baseurl}book/bibliography.html"
+        url = f"{book.book_url}book/bibliography.html"
 
         def cite(role, content):
             items = []
@@ -299,11 +321,11 @@ class MacroPreprocessor(Preprocessor):
         return nb, resources
 
 
-BADGE = "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})"
+BADGE = "[Open in Colab]({url})"
 
 
 class ColabBadgePreprocessor(Preprocessor):
-    """An "Open in Colab" badge, pointing at this edition, at the top of the first Markdown cell."""
+    """An "Open in Colab" link, pointing at this edition, at the top of the first Markdown cell."""
 
     def preprocess(self, nb, resources):
         badge = BADGE.format(url=resources["book"].colab_url(quote(resources["docname"]) + ".ipynb"))
@@ -341,7 +363,7 @@ class LinkPreprocessor(Preprocessor):
             if page in notebooks:
                 url = posixpath.relpath(f"{page}.ipynb", here or ".")
             else:
-                url = f"{book.baseurl}{page}.html"
+                url = f"{book.book_url}{page}.html"
             return f"[{m['text']}]({url}{hash_}{anchor})"
 
         for cell in _markdown_cells(nb):
@@ -401,10 +423,13 @@ class OutputPreprocessor(Preprocessor):
 
 class InstallPreprocessor(Preprocessor):
     """``git+<repository>@<branch>`` in the code cells (the Colab install cell) -> ``@<commit>`` the edition is
-    built from (`Book.commit`), so the library installed is the one the notebook was written for."""
+    built from (`Book.commit`), so the library installed is the one the notebook was written for; unchanged where
+    the commit is unknown (`Book.install_note` says so)."""
 
     def preprocess(self, nb, resources):
         book = resources["book"]
+        if book.commit is None:
+            return nb, resources
         pattern = re.compile(re.escape(f"git+{book.config['repository']['url']}@") + r"[\w./-]+")
         for cell in nb.cells:
             if cell.cell_type == "code":
@@ -487,12 +512,16 @@ def main(argv=None):
     parser.add_argument("--downloads", action="store_true",
                         help="also replace the built book's downloadable sources (_build/html/_sources) by the editions")
     parser.add_argument("--commit", help="the commit the install cells install (default: the checkout's HEAD)")
+    parser.add_argument("--book-url", help="where references and chapter links point (default: the published book, "
+                                           "html.baseurl of _config.yml)")
     args = parser.parse_args(argv)
     if args.branch:
         print(Book().editions_branch)
         return
-    written = write_editions(args.out, Book(commit=args.commit), downloads=args.downloads)
-    print(f"{len(written)} editions in {args.out}/" + (", and in the book's downloads" if args.downloads else ""))
+    book = Book(commit=args.commit, book_url=args.book_url)
+    written = write_editions(args.out, book, downloads=args.downloads)
+    print(f"{len(written)} editions in {args.out}/" + (", and in the book's downloads" if args.downloads else "")
+          + f"; {book.install_note()}; links to the book point at {book.book_url}")
 
 
 if __name__ == "__main__":

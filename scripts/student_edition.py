@@ -9,13 +9,16 @@ links, citations and macros resolved, so it reads right in Jupyter), followed by
 of each "Your turn" section is reworded for students (no "hidden solutions"), the cells tagged `solution` are
 removed, and so are outputs, execution counts and run metadata (cell tags and the kernel are kept).
 
-`OUT/<name>.ipynb` are the student notebooks; `OUT/socm-book-student.zip` is the kit, which works unzipped
-anywhere: `socm-book-student/` holds a README with pinned install steps, `requirements.txt` (the pins of the
-library's and the notebooks' packages, taken from the repository's requirements.txt), the library as a wheel,
-the notebooks in `notebooks/` and every file they read at the same relative paths (editions.DATA_FILES).
+`OUT/socm-book-student/` is the kit, laid out as students get it, and `OUT/socm-book-student.zip` the same folder
+zipped to hand out; it works anywhere: a README with pinned install steps, `requirements.txt` (the pins of the
+library's and the notebooks' packages, taken from the repository's requirements.txt), the library as a wheel, the
+student notebooks in `notebooks/` and every file they read at the same relative paths as in the repository
+(editions.DATA_FILES: `benchmarks/results/` beside `notebooks/`). Students work in that folder, as its README says:
+`jupyter lab notebooks/`.
 """
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -72,8 +75,10 @@ def _remove_solutions():
 
 
 def _clear_metadata():
+    """Run metadata cleared; the cells' tags and the kernel metadata of editions.KernelPreprocessor kept whole (a cut
+    language_info is filled in by JupyterLab when the kernel connects, which marks the notebook modified)."""
     return ClearMetadataPreprocessor(preserve_cell_metadata_mask={"tags"},
-                                     preserve_nb_metadata_mask={"kernelspec", ("language_info", "name")})
+                                     preserve_nb_metadata_mask={"kernelspec", "language_info"})
 
 
 # the plain edition's preprocessors (no Colab badge: it would open the edition with solutions), then the student's
@@ -93,16 +98,20 @@ def _docname(path: Path) -> str:
         raise ValueError(f"{path} is not a notebook of the book (under {editions.ROOT})") from None
 
 
-def build_wheel(dest: Path) -> Path:
+def build_wheel(dest: Path, kernel_env: dict[str, str] | None = None) -> Path:
     """Build the library's wheel into `dest`, offline (no build isolation) and from a copy of its sources, so
-    the repository gets no build/ or egg-info folders; return the wheel's path."""
+    the repository gets no build/ or egg-info folders; return the wheel's path. The copy leaves out setup.py,
+    which builds the compiled kernel, so the kit's wheel is pure. With `kernel_env`, setup.py is copied too and
+    runs with those environment variables (the tests of the kernel's build records use this)."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp)
-        for name in ("pyproject.toml", "README.md"):
+        for name in ("pyproject.toml", "README.md") + (("setup.py",) if kernel_env is not None else ()):
             shutil.copyfile(editions.ROOT / name, src / name)
-        shutil.copytree(editions.ROOT / "socm_lib", src / "socm_lib", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(editions.ROOT / "socm_lib", src / "socm_lib",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "_lanes_build.json"))
         subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                        "-w", str(dest), str(src)], check=True, capture_output=True)
+                        "-w", str(dest), str(src)], check=True, capture_output=True,
+                       env={**os.environ, **(kernel_env or {})})
     (wheel,) = dest.glob("socm_book-*.whl")
     return wheel
 
@@ -147,44 +156,46 @@ kernel of an install from the book's repository, more slowly.
 
     jupyter lab notebooks/
 
-Open a notebook, run it from the top; in each "Your turn" section write your answer in the task cell, then
-run the check cell below it. The notebooks read `benchmarks/results/` and `notebooks/*.json` from this
-folder: keep the layout as it is.
+in this folder (the one that holds this README). Open a notebook, run it from the top; in each "Your turn" section
+write your answer in the task cell, then run the check cell below it. The notebooks read `benchmarks/results/` and
+`notebooks/*.json` from this folder: keep the layout as it is, `notebooks/` beside `benchmarks/`.
 """
 
 
-def _add(zf, name, data):
-    entry = zipfile.ZipInfo(f"{ZIP_FOLDER}/{name}", ZIP_DATE)
-    entry.external_attr = 0o644 << 16  # rw-r--r-- once unzipped
-    zf.writestr(entry, data, compress_type=zipfile.ZIP_DEFLATED)
-
-
-def write_student_edition(notebooks: list[Path], out: Path) -> Path:
-    """Write the student edition of each notebook to `out` and the kit's zip; return the zip's path."""
+def write_kit(notebooks: list[Path], kit: Path) -> list[Path]:
+    """Write the kit's folder `kit` (emptied first): README, requirements, the wheel, the data files and the student
+    edition of each notebook in `notebooks/`; return the files written."""
     if not notebooks:
         raise ValueError("no notebooks given: pass the .ipynb files to convert, e.g. notebooks/nb*.ipynb")
     names = [path.name for path in notebooks]
     if len(set(names)) != len(names):
-        raise ValueError(f"two notebooks share a file name, which the zip cannot hold: {sorted(names)}")
-    out.mkdir(parents=True, exist_ok=True)
+        raise ValueError(f"two notebooks share a file name, which the kit cannot hold: {sorted(names)}")
+    shutil.rmtree(kit, ignore_errors=True)
+    (kit / "notebooks").mkdir(parents=True)
+    wheel = build_wheel(kit)
+    pins = pinned_requirements()
+    torch = next(p for p in pins if p.startswith("torch=="))
+    (kit / "README.md").write_text(README.format(torch=torch.split("==")[1], wheel=wheel.name), encoding="utf-8")
+    (kit / "requirements.txt").write_text("\n".join(p for p in pins if p != torch) + "\n", encoding="utf-8")
+    editions.copy_data_files(editions.ROOT, kit)
     book = editions.Book()
+    for path in sorted(notebooks):
+        nb = student_notebook(nbformat.read(path, as_version=4), _docname(path), book)
+        (kit / "notebooks" / path.name).write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+    return sorted(p for p in kit.rglob("*") if p.is_file())
+
+
+def write_student_edition(notebooks: list[Path], out: Path) -> Path:
+    """Write the kit to `out`/socm-book-student/ and zip that folder to `out`/socm-book-student.zip; return the zip's
+    path."""
+    kit = out / ZIP_FOLDER
+    files = write_kit(notebooks, kit)
     archive = out / ZIP_NAME
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = build_wheel(Path(tmp))
-        pins = pinned_requirements()
-        torch = next(p for p in pins if p.startswith("torch=="))
-        with zipfile.ZipFile(archive, "w") as zf:
-            _add(zf, "README.md", README.format(torch=torch.split("==")[1], wheel=wheel.name))
-            _add(zf, "requirements.txt", "\n".join(p for p in pins if p != torch) + "\n")
-            _add(zf, wheel.name, wheel.read_bytes())
-            with tempfile.TemporaryDirectory() as data:
-                for path in editions.copy_data_files(editions.ROOT, Path(data)):
-                    _add(zf, path.relative_to(data).as_posix(), path.read_bytes())
-            for path in sorted(notebooks):
-                nb = student_notebook(nbformat.read(path, as_version=4), _docname(path), book)
-                text = nbformat.writes(nb) + "\n"
-                (out / path.name).write_text(text, encoding="utf-8")
-                _add(zf, f"notebooks/{path.name}", text)
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in files:
+            entry = zipfile.ZipInfo(f"{ZIP_FOLDER}/{path.relative_to(kit).as_posix()}", ZIP_DATE)
+            entry.external_attr = 0o644 << 16  # rw-r--r-- once unzipped
+            zf.writestr(entry, path.read_bytes(), compress_type=zipfile.ZIP_DEFLATED)
     return archive
 
 
@@ -194,7 +205,7 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, required=True, help="folder for the student notebooks and the zip")
     args = parser.parse_args(argv)
     archive = write_student_edition(args.notebooks, args.out)
-    print(f"{len(args.notebooks)} student notebooks in {args.out}/, zipped in {archive}")
+    print(f"{len(args.notebooks)} student notebooks in the kit {args.out / ZIP_FOLDER}/notebooks/, zipped in {archive}")
 
 
 if __name__ == "__main__":

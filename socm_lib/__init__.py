@@ -9,7 +9,12 @@ module):
    place they are typed);
 1. core mathematics: :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`, :mod:`~socm_lib.nuclear` (nuclear norms of
    many small matrices: the compiled lane kernel, or LAPACK), :mod:`~socm_lib.jacobi` (the batched one-sided
-   Jacobi for the torch path), :mod:`~socm_lib.pairs` (the exact engine),
+   Jacobi for the torch path), the exact engine: :mod:`~socm_lib.results` (its result types),
+   :mod:`~socm_lib.factors` (each text's factor and the length buckets), :mod:`~socm_lib.block_math` (what one block
+   of pairs computes), :mod:`~socm_lib.block_plan` (which blocks, in what order), :mod:`~socm_lib.block_runner` (the
+   engine that runs them), :mod:`~socm_lib.memory` (what a call allocates against what is free) and
+   :mod:`~socm_lib.pairs` (its public front: :func:`~socm_lib.socm`, :func:`~socm_lib.socm_pairs`,
+   :func:`~socm_lib.socm_cross`),
    :mod:`~socm_lib.summary` (streamed summaries of millions of pairs), :mod:`~socm_lib.reference` (the slow,
    obviously correct low-rank reference the tests and benchmarks use), :mod:`~socm_lib.authors_route` (the
    paper's released d x d route, regulariser included), :mod:`~socm_lib.report` (plain-text reports of the
@@ -18,7 +23,8 @@ module):
 2. models and data: :mod:`~socm_lib.q4` (the 4-bit weight format), :mod:`~socm_lib.e5_4bit`,
    :mod:`~socm_lib.encoders`, :mod:`~socm_lib.extract`, :mod:`~socm_lib.data`;
 3. analysis: :mod:`~socm_lib.protocol` (the 4-bit shift included), :mod:`~socm_lib.layers`,
-   :mod:`~socm_lib.downstream`, :mod:`~socm_lib.control` (what the untrained control's initialisation predicts);
+   :mod:`~socm_lib.downstream`, :mod:`~socm_lib.control` (what the untrained control's initialisation predicts),
+   :mod:`~socm_lib.explorer` (the per-pair results files of the book's explorer);
 4. tools: :mod:`~socm_lib.cli`, :mod:`~socm_lib.gpu_check`, ``__main__``, and :mod:`socm_lib.course` (the labs'
    answer checks);
 5. presentation: :mod:`socm_lib.viz` (figures, widgets, fixed-precision display, the benchmark viewer),
@@ -27,16 +33,20 @@ module):
 #: Every module's layer (the list above); a subpackage's modules share its entry.
 LAYERS = {
     "checks": 0, "memo": 0, "paper": 0,
-    "__init__": 1, "stats": 1, "bures": 1, "nuclear": 1, "jacobi": 1, "pairs": 1, "summary": 1, "reference": 1,
-    "authors_route": 1, "report": 1,
+    "__init__": 1, "stats": 1, "bures": 1, "nuclear": 1, "jacobi": 1, "results": 1, "factors": 1, "block_math": 1,
+    "block_plan": 1, "block_runner": 1, "memory": 1, "pairs": 1, "summary": 1, "reference": 1, "authors_route": 1,
+    "report": 1,
     "q4": 2, "e5_4bit": 2, "encoders": 2, "extract": 2, "data": 2,
-    "protocol": 3, "layers": 3, "downstream": 3, "control": 3,
+    "protocol": 3, "layers": 3, "downstream": 3, "control": 3, "explorer": 3,
     "cli": 4, "gpu_check": 4, "__main__": 4, "course": 4,
     "viz": 5,
 }
 
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
-from .pairs import InsufficientMemoryError, PairResult, SOCMResult, all_pairs, cross_pairs, socm, socm_cross, socm_pairs
+from .block_plan import all_pairs, cross_pairs
+from .memory import InsufficientMemoryError
+from .pairs import socm, socm_cross, socm_pairs
+from .results import PairResult, SOCMResult
 from .summary import PairSummary, socm_summary
 from .authors_route import paper_route
 from .stats import (

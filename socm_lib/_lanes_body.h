@@ -7,124 +7,131 @@
  * into vector instructions of the width the target has. Every branch that differs between lanes is written as a
  * select between two computed values, so that the loops stay straight-line code.
  *
- * For each group of BW matrices: scale each by a power of two (exact) so its largest entry lies in [0.5, 1);
- * reduce it to an upper bidiagonal matrix by Householder reflections from the left and the right (Golub and
- * Kahan 1965; Golub and Van Loan, Matrix Computations, Algorithm 5.4.2). For each chunk of QW such bidiagonals:
- * implicit-shift QR sweeps on the bidiagonal (Demmel and Kahan 1990; LAPACK dbdsqr), each lane on its own
- * unreduced bottom block, until every off-diagonal entry is below eps times the lane's largest entry. The sum
- * of the absolute diagonal is the nuclear norm; a lane that has not converged within max_sweeps sweeps is
- * flagged, and the caller takes that matrix's singular values from LAPACK instead.
+ * For each group of matrices (_lanes_bidiag.h): scale each by a power of two (exact) so its largest entry lies in
+ * [0.5, 1), and reduce it to an upper bidiagonal matrix by Householder reflections. For each chunk of QW such
+ * bidiagonals: implicit QR sweeps on the bidiagonal, as LAPACK's dbdsqr runs them (Demmel and Kahan 1990), each
+ * lane on its own unreduced bottom block, until every off-diagonal entry is below eps times the lane's largest
+ * entry. A sweep is shifted (Golub and Kahan 1965), or zero-shift (Demmel and Kahan) where dbdsqr takes the zero
+ * shift: that is what deflates a zero or negligible diagonal entry. The sum of the absolute diagonal is the
+ * nuclear norm; a lane that has not converged within max_sweeps sweeps is flagged, and the caller takes that
+ * matrix's singular values from LAPACK instead.
  */
-
-static inline void LANES_NAME(reflect_columns)(double *A, const double *v, const double *tau, int k, int m,
-                                                int n, int j0, int nc) {
-    /* Columns j0 .. j0+nc-1 of A, rows k .. m-1, times H = I - tau v v^T (v[k] = 1): nc independent sums, each
-     * a vector of BW lanes (lanes_v, so that the compiler vectorises over lanes and nothing else). */
-    lanes_v w[4], t = *(const lanes_v *)tau;
-    for (int c = 0; c < nc; c++) w[c] = *(const lanes_v *)(A + ((size_t)k * n + j0 + c) * BW);
-    for (int i = k + 1; i < m; i++) {
-        const lanes_v *a = (const lanes_v *)(A + ((size_t)i * n + j0) * BW), vi = *(const lanes_v *)(v + (size_t)i * BW);
-        for (int c = 0; c < nc; c++) w[c] += vi * a[c];
-    }
-    for (int c = 0; c < nc; c++) {
-        w[c] *= t;
-        *(lanes_v *)(A + ((size_t)k * n + j0 + c) * BW) -= w[c];
-    }
-    for (int i = k + 1; i < m; i++) {
-        lanes_v *a = (lanes_v *)(A + ((size_t)i * n + j0) * BW), vi = *(const lanes_v *)(v + (size_t)i * BW);
-        for (int c = 0; c < nc; c++) a[c] -= vi * w[c];
-    }
-}
-
-static inline void LANES_NAME(reflect_rows)(double *A, const double *u, const double *tau, int k, int n, int i0,
-                                             int nr) {
-    /* Rows i0 .. i0+nr-1 of A, columns k+1 .. n-1, times H = I - tau u u^T (u[k+1] = 1): nr independent sums. */
-    lanes_v w[4], t = *(const lanes_v *)tau;
-    for (int c = 0; c < nr; c++) w[c] = *(const lanes_v *)(A + ((size_t)(i0 + c) * n + k + 1) * BW);
-    for (int j = k + 2; j < n; j++) {
-        lanes_v uj = *(const lanes_v *)(u + (size_t)j * BW);
-        for (int c = 0; c < nr; c++) w[c] += uj * *(const lanes_v *)(A + ((size_t)(i0 + c) * n + j) * BW);
-    }
-    for (int c = 0; c < nr; c++) {
-        lanes_v *a = (lanes_v *)(A + (size_t)(i0 + c) * n * BW);
-        w[c] *= t;
-        a[k + 1] -= w[c];
-        for (int j = k + 2; j < n; j++) a[j] -= *(const lanes_v *)(u + (size_t)j * BW) * w[c];
-    }
-}
-
-static inline void LANES_NAME(householder)(const double *x0, const double *s, double *beta, double *tau,
-                                            double *scal) {
-    /* Per lane, the reflector taking (x0, x) with |x|^2 = s to (beta, 0): H = I - tau v v^T, v = (1, scal x),
-     * beta = -sign(x0) sqrt(x0^2 + s) (LAPACK dlarfg); the identity (tau = 0, beta = x0) when x = 0. */
-    for (int l = 0; l < BW; l++) {
-        double nrm = sqrt(x0[l] * x0[l] + s[l]);
-        int reflect = s[l] > 0.0;
-        double b = reflect ? (x0[l] >= 0.0 ? -nrm : nrm) : x0[l];
-        double denom = reflect ? x0[l] - b : 1.0;
-        tau[l] = reflect ? (b - x0[l]) / b : 0.0;
-        scal[l] = reflect ? 1.0 / denom : 0.0;
-        beta[l] = b;
-    }
-}
-
-static void LANES_NAME(bidiagonalize)(double *A, double *work, int m, int n, double *D, double *E) {
-    /* A: (m, n, BW) with m >= n, destroyed; D, E: the bidiagonal's diagonal and superdiagonal, (n, QW) each,
-     * written at lane offset 0 (the caller offsets the pointers). work: (m + n) BW doubles of scratch. The
-     * reflectors are applied to four columns (rows) at a time, so that four sums run side by side. */
-    double *v = work, *u = v + (size_t)m * BW;
-    double x0[BW], s[BW], beta[BW], tau[BW], scal[BW];
-    for (int k = 0; k < n; k++) {
-        /* Left reflector: zero column k below the diagonal. */
-        for (int l = 0; l < BW; l++) {
-            s[l] = 0.0;
-            x0[l] = A[((size_t)k * n + k) * BW + l];
-        }
-        for (int i = k + 1; i < m; i++) {
-            const double *a = A + ((size_t)i * n + k) * BW;
-            for (int l = 0; l < BW; l++) s[l] += a[l] * a[l];
-        }
-        LANES_NAME(householder)(x0, s, beta, tau, scal);
-        for (int l = 0; l < BW; l++) D[(size_t)k * QW + l] = beta[l];
-        for (int i = k + 1; i < m; i++) {
-            const double *a = A + ((size_t)i * n + k) * BW;
-            for (int l = 0; l < BW; l++) v[(size_t)i * BW + l] = a[l] * scal[l];
-        }
-        int j = k + 1;
-        for (; j + 4 <= n; j += 4) LANES_NAME(reflect_columns)(A, v, tau, k, m, n, j, 4);
-        for (; j < n; j++) LANES_NAME(reflect_columns)(A, v, tau, k, m, n, j, 1);
-        if (k >= n - 1) break;
-        /* Right reflector: zero row k right of the superdiagonal. */
-        const double *row = A + (size_t)k * n * BW;
-        for (int l = 0; l < BW; l++) {
-            s[l] = 0.0;
-            x0[l] = row[(size_t)(k + 1) * BW + l];
-        }
-        for (int jj = k + 2; jj < n; jj++)
-            for (int l = 0; l < BW; l++) s[l] += row[(size_t)jj * BW + l] * row[(size_t)jj * BW + l];
-        LANES_NAME(householder)(x0, s, beta, tau, scal);
-        for (int l = 0; l < BW; l++) E[(size_t)k * QW + l] = beta[l];
-        if (k + 2 >= n) continue; /* a reflector of length one is the identity */
-        for (int jj = k + 2; jj < n; jj++)
-            for (int l = 0; l < BW; l++) u[(size_t)jj * BW + l] = row[(size_t)jj * BW + l] * scal[l];
-        int i = k + 1;
-        for (; i + 4 <= m; i += 4) LANES_NAME(reflect_rows)(A, u, tau, k, n, i, 4);
-        for (; i < m; i++) LANES_NAME(reflect_rows)(A, u, tau, k, n, i, 1);
-    }
-}
 
 #define LANES_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define LANES_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* The packing and bidiagonalisation, once per group width (see _lanes_bidiag.h). */
+#define LANES_WPASTE(name, w) name##_w##w
+#define LANES_WNAME_(name, w) LANES_WPASTE(name, w)
+#define LANES_WNAME(x) LANES_WNAME_(LANES_NAME(x), LANES_W)
+#define LANES_W 8
+#define LANES_V lanes_v8
+#include "_lanes_bidiag.h"
+#undef LANES_W
+#undef LANES_V
+#define LANES_W 4
+#define LANES_V lanes_v4
+#include "_lanes_bidiag.h"
+#undef LANES_W
+#undef LANES_V
+#define LANES_W 2
+#define LANES_V lanes_v2
+#include "_lanes_bidiag.h"
+#undef LANES_W
+#undef LANES_V
+#define LANES_W 1
+#define LANES_V double
+#include "_lanes_bidiag.h"
+#undef LANES_W
+#undef LANES_V
+#undef LANES_WNAME
+#define LANES_PACK(w) LANES_WNAME_(LANES_NAME(pack_and_bidiagonalize), w)
+
+static inline __attribute__((always_inline)) void LANES_NAME(sweep)(
+    double *D, double *E, int kmin, int kmax, const double *lo, const double *hi, const double *zero,
+    const double *f0, const double *g0, double *f, double *g, double *osn, const int with_zero_shift) {
+    /* One sweep over the union kmin .. kmax of the lanes' blocks, from the top of each lane's block to its
+     * bottom; a lane outside its block at step k keeps its entries. Row k of either sweep takes two rotations:
+     * the first from (f, g) (shifted) or from (d_k cs, e_k) (zero shift), the second from (the first's output,
+     * s d_{k+1}); they are computed once, and each sweep's own updates are selected per lane (dbdsqr's loops 140
+     * and 120). What a lane carries from row to row: the shifted sweep's bulge (f, g), or the zero-shift sweep's
+     * cosines (cs, ocs, kept in f and g) and sine osn of the previous row's two rotations; f0, g0 start them.
+     * with_zero_shift = 0 (a constant: this function is inlined twice) compiles the shifted sweep alone. */
+    for (int k = kmin; k <= kmax; k++) {
+        const double kk = k;
+        double *Dk = D + (size_t)k * QW, *Dk1 = Dk + QW;
+        double *Ek = E + (size_t)k * QW, *Ekm1 = Ek - QW, *Ek1 = Ek + QW;
+#pragma GCC ivdep
+        for (int l = 0; l < QW; l++) {
+            int act = (lo[l] <= kk) & (kk <= hi[l] - 2.0), z = with_zero_shift && zero[l] != 0.0;
+            int start = kk == lo[l], rotated = act & (kk != lo[l]);
+            int shifted = act & !z, closing = act & z & (kk == hi[l] - 2.0);
+            double dk = Dk[l], ek = Ek[l], dk1 = Dk1[l], ek1 = Ek1[l], ekm1 = Ekm1[l];
+            double fs = start ? f0[l] : f[l], gs = start ? g0[l] : g[l];
+            double x = z ? dk * fs : fs, y = z ? ek : gs;
+            double r = sqrt(x * x + y * y);
+            int nz = r > 0.0;
+            double ir = 1.0 / (nz ? r : 1.0);
+            double c = nz ? x * ir : 1.0, s = nz ? y * ir : 0.0;
+            double f1 = c * dk + s * ek, et = c * ek - s * dk, g1 = s * dk1, dt = c * dk1;
+            double x2 = z ? gs * r : f1;
+            double r2 = sqrt(x2 * x2 + g1 * g1);
+            int nz2 = r2 > 0.0;
+            double ir2 = 1.0 / (nz2 ? r2 : 1.0);
+            double c2 = nz2 ? x2 * ir2 : 1.0, s2 = nz2 ? g1 * ir2 : 0.0;
+            double f2 = c2 * et + s2 * dt, d1 = c2 * dt - s2 * et, g2 = s2 * ek1, e1 = c2 * ek1;
+            double last = dk1 * c; /* zero shift, the block's last row: d = last c2, and e above it last s2 */
+            Ekm1[l] = rotated ? (z ? osn[l] * r : r) : ekm1;
+            Dk[l] = act ? r2 : dk;
+            Dk1[l] = shifted ? d1 : closing ? last * c2 : dk1;
+            Ek[l] = shifted ? f2 : closing ? last * s2 : ek;
+            Ek1[l] = shifted ? e1 : ek1;
+            f[l] = act ? (z ? c : f2) : f[l];
+            g[l] = act ? (z ? c2 : g2) : g[l];
+            if (with_zero_shift) osn[l] = act ? s2 : osn[l];
+        }
+    }
+}
 
 static void LANES_NAME(bidiagonal_sweeps)(double *D, double *E, int n, int max_sweeps, unsigned char *failed) {
     /* D: (n, QW) diagonal; E: (n + 2, QW) superdiagonal with a zero row before (E[-1]) and after (E[n - 1], E[n]).
      * On return D holds each lane's singular values (up to sign); failed[l] = 1 for a lane that did not converge.
      * Each lane works on its bottom unreduced block, rows lo .. hi-1; the bookkeeping (deflation, the block's
      * top, the shift) is itself done for all lanes at once, with indices kept as doubles so that every loop
-     * runs on vectors of one width. An off-diagonal entry at most thr = eps * (the lane's largest entry) is
-     * negligible: it is left in place and the block ends above it (its rotation by the next sweep only shrinks
-     * it, and the bulge it would create, as small, is dropped). */
-    double thr[QW], lo[QW], hi[QW], f0[QW], g0[QW], f[QW], g[QW], sweeps[QW], bad[QW];
+     * runs on vectors of one width.
+     *
+     * Convergence. An off-diagonal entry at most thr = eps * (the lane's largest entry) is negligible: it is
+     * left in place and the block ends above it (its rotation by the next sweep only shrinks it, and the bulge
+     * it would create, as small, is dropped). This is dbdsqr's test for absolute accuracy (its TOL < 0) with
+     * |TOL| = 2 eps (DBL_EPSILON): it changes each singular value by at most thr, the round-off of the sum
+     * itself, which is all a nuclear norm needs; dbdsqr's default, relative test would spend sweeps on singular
+     * values that do not move the sum.
+     *
+     * The shift is dbdsqr's: the smaller singular value of the block's trailing 2 x 2 (LAPACK dlas2), replaced
+     * by zero, as dbdsqr replaces it, when it is negligible against the block's first diagonal entry,
+     * (shift / d_lo)^2 < eps, and when the block's smallest singular value is negligible against its largest
+     * entry smax. For that, dbdsqr's estimate of the smallest singular value: smin = min_k mu_k over the block,
+     * mu_k = |d_k| mu_{k+1} / (mu_{k+1} + |e_k|) (Demmel and Kahan 1990; run here from the bottom up, which is the
+     * same estimate for the reversed bidiagonal, with the same singular values). dbdsqr, which aims at relative
+     * accuracy, takes the zero shift as soon as smin <= about 0.01 smax / n; aiming at absolute accuracy, the kernel
+     * takes it where a shifted sweep cannot see the smallest singular value at all, (smin / smax)^2 < eps: a shifted
+     * sweep is a QR step on B^T B, and below that sigma_min^2 is lost in the round-off of its entries. (On the
+     * engine's cross matrices dbdsqr's bound costs about 15 % more sweeps, zero-shift sweeps converging only
+     * linearly, for singular values the sum does not need more accurately.)
+     *
+     * Why a zero or negligible diagonal entry needs the zero shift. If d_k = 0 inside the block, B^T B has a
+     * zero off-diagonal entry d_k e_k: it splits, while B does not. A shifted sweep is a QR step on B^T B only
+     * while B^T B is unreduced; here its bulge dies at row k, rows below k never see the shift, and the
+     * bottom of the block does not converge (1e-300 in place of the zero behaves the same to within round-
+     * off). A zero diagonal entry makes smin = 0 (mu_k = 0 onwards), so the zero shift is taken, and Demmel
+     * and Kahan's zero-shift sweep chases the zero out: its rotations start from (d_k cs, e_k), and d_k = 0
+     * gives cs = 0 at row k and at every row below it, so the sweep shifts the rows below up by one and leaves
+     * d = 0 and e = 0 in the block's last row, which deflates (d_k = 1e-300 leaves entries of that size, below
+     * thr). LAPACK's dbdsqr has no other step for a zero diagonal entry; this sweep is its deflation. */
+    const double eps = DBL_EPSILON / 2, sqrt_eps = sqrt(eps); /* LAPACK's eps: the unit round-off, 2^-53 */
+    double thr[QW], lo[QW], hi[QW], sweeps[QW], bad[QW], mu[QW], smin[QW], smax[QW];
+    /* zero[l]: this lane's sweep is zero-shift; f0, g0, f, g, osn: what its sweep carries (see sweep). */
+    double f0[QW], g0[QW], f[QW], g[QW], osn[QW], zero[QW];
     for (int l = 0; l < QW; l++) thr[l] = 0.0;
     for (int k = 0; k < n; k++)
         for (int l = 0; l < QW; l++) {
@@ -134,7 +141,7 @@ static void LANES_NAME(bidiagonal_sweeps)(double *D, double *E, int n, int max_s
     for (int l = 0; l < QW; l++) {
         thr[l] *= DBL_EPSILON;
         hi[l] = n;
-        sweeps[l] = bad[l] = f[l] = g[l] = 0.0;
+        sweeps[l] = bad[l] = f[l] = g[l] = osn[l] = 0.0;
     }
     const double cap = max_sweeps;
     for (;;) {
@@ -149,6 +156,7 @@ static void LANES_NAME(bidiagonal_sweeps)(double *D, double *E, int n, int max_s
                 any |= deflate;
             }
         }
+        double kmax = -1.0;
         for (int l = 0; l < QW; l++) {
             int live = hi[l] > 1.0, over = live & (sweeps[l] >= cap);
             bad[l] = over ? 1.0 : bad[l];
@@ -156,18 +164,29 @@ static void LANES_NAME(bidiagonal_sweeps)(double *D, double *E, int n, int max_s
             live = live & !over;
             sweeps[l] += live ? 1.0 : 0.0;
             lo[l] = live ? hi[l] - 2.0 : -1.0;
+            kmax = LANES_MAX(kmax, lo[l]);
         }
-        /* The block's top: lo goes up while the entry above it is not negligible. */
-        for (int k = n - 2; k >= 1; k--) {
-            const double kk = k, *Ea = E + (size_t)(k - 1) * QW;
+        if (kmax < 0.0) break;
+        /* The block's top: lo goes up while the entry above it is not negligible. On the way up, the estimate
+         * smin of the block's smallest singular value and its largest entry smax. */
+        for (int l = 0; l < QW; l++) {
+            long h = lo[l] >= 0.0 ? (long)hi[l] - 1 : 0;
+            mu[l] = smin[l] = smax[l] = fabs(D[h * QW + l]);
+        }
+        for (int k = (int)kmax; k >= 0; k--) {
+            const double kk = k, *Dk = D + (size_t)k * QW, *Ek = E + (size_t)k * QW, *Ea = Ek - QW;
             for (int l = 0; l < QW; l++) {
+                int in = (lo[l] <= kk) & (kk <= hi[l] - 2.0);
+                double dk = fabs(Dk[l]), ek = fabs(Ek[l]);
+                double next = dk * (mu[l] / (mu[l] + ek)); /* in the block, ek > thr > 0 */
+                mu[l] = in ? next : mu[l];
+                smin[l] = in ? LANES_MIN(smin[l], next) : smin[l];
+                smax[l] = in ? LANES_MAX(smax[l], LANES_MAX(dk, ek)) : smax[l];
                 int up = (lo[l] == kk) & (fabs(Ea[l]) > thr[l]);
                 lo[l] = up ? kk - 1.0 : lo[l];
             }
         }
-        /* Shift: the smaller singular value of the block's trailing 2 x 2 (LAPACK dlas2), as in dbdsqr; zero
-         * when it is negligible against the block's first diagonal entry. Both branches computed, one kept. */
-        double kmin = n, kmax = -1.0;
+        /* Shift (see above). Both branches of dlas2 computed, one kept. */
         for (int l = 0; l < QW; l++) {
             int live = lo[l] >= 0.0;
             long h = live ? (long)hi[l] : 2, b = live ? (long)lo[l] : 0;
@@ -181,99 +200,67 @@ static void LANES_NAME(bidiagonal_sweeps)(double *D, double *E, int n, int max_s
             double large_g = av == 0.0 ? (fhmn * fhmx) / sg : 2.0 * ((fhmn * cv) * av);
             double shift = fhmn == 0.0 ? 0.0 : (ga < fhmx ? small_g : large_g);
             double dlo = D[b * QW + l], sll = fabs(dlo);
-            int usable = sll > thr[l];
-            double ratio = shift / (usable ? sll : 1.0);
-            shift = usable & (ratio * ratio >= DBL_EPSILON) ? shift : 0.0;
-            double safe = usable ? dlo : 1.0;
-            f0[l] = shift == 0.0 ? dlo : (sll - shift) * ((dlo >= 0.0 ? 1.0 : -1.0) + shift / safe);
-            g0[l] = E[b * QW + l];
+            double ratio = shift / (sll > 0.0 ? sll : 1.0);
+            int tiny = smin[l] < sqrt_eps * smax[l], negligible = (sll > 0.0) & (ratio * ratio < eps);
+            shift = tiny | negligible ? 0.0 : shift;
+            zero[l] = shift == 0.0;
+            double safe = sll > 0.0 ? dlo : 1.0; /* sll = 0 makes smin = 0: the zero shift */
+            f0[l] = zero[l] != 0.0 ? 1.0 : (sll - shift) * ((dlo >= 0.0 ? 1.0 : -1.0) + shift / safe);
+            g0[l] = zero[l] != 0.0 ? 1.0 : E[b * QW + l];
         }
+        double kmin = n;
         for (int l = 0; l < QW; l++) /* the union of the blocks (scalar: a short loop) */
-            if (lo[l] >= 0.0) {
-                kmin = LANES_MIN(kmin, lo[l]);
-                kmax = LANES_MAX(kmax, hi[l] - 2.0);
-            }
-        if (kmax < 0.0) break;
-        /* One sweep over the union of the lanes' blocks: the bulge is chased from the top of each lane's block
-         * to its bottom; a lane outside its block at step k keeps its entries. */
-        for (int k = (int)kmin; k <= (int)kmax; k++) {
-            const double kk = k;
-            double *Dk = D + (size_t)k * QW, *Dk1 = Dk + QW;
-            double *Ek = E + (size_t)k * QW, *Ekm1 = Ek - QW, *Ek1 = Ek + QW;
-#pragma GCC ivdep
-            for (int l = 0; l < QW; l++) {
-                int act = (lo[l] <= kk) & (kk <= hi[l] - 2.0);
-                int start = kk == lo[l], rotated = act & (kk != lo[l]);
-                double fs = start ? f0[l] : f[l], gs = start ? g0[l] : g[l];
-                double dk = Dk[l], ek = Ek[l], dk1 = Dk1[l], ek1 = Ek1[l], ekm1 = Ekm1[l];
-                double r = sqrt(fs * fs + gs * gs);
-                int nz = r > 0.0;
-                double ir = 1.0 / (nz ? r : 1.0);
-                double c = nz ? fs * ir : 1.0, s = nz ? gs * ir : 0.0;
-                double f1 = c * dk + s * ek, et = c * ek - s * dk, g1 = s * dk1, dt = c * dk1;
-                double r2 = sqrt(f1 * f1 + g1 * g1);
-                int nz2 = r2 > 0.0;
-                double ir2 = 1.0 / (nz2 ? r2 : 1.0);
-                double c2 = nz2 ? f1 * ir2 : 1.0, s2 = nz2 ? g1 * ir2 : 0.0;
-                double f2 = c2 * et + s2 * dt, d1 = c2 * dt - s2 * et, g2 = s2 * ek1, e1 = c2 * ek1;
-                Ekm1[l] = rotated ? r : ekm1;
-                Dk[l] = act ? r2 : dk;
-                Dk1[l] = act ? d1 : dk1;
-                Ek[l] = act ? f2 : ek;
-                Ek1[l] = act ? e1 : ek1;
-                f[l] = act ? f2 : f[l];
-                g[l] = act ? g2 : g[l];
-            }
-        }
+            if (lo[l] >= 0.0) kmin = LANES_MIN(kmin, lo[l]);
+        int any_zero = 0;
+        for (int l = 0; l < QW; l++) any_zero |= (lo[l] >= 0.0) & (zero[l] != 0.0);
+        if (any_zero) /* one branch for all lanes: most sweeps of most chunks have no zero-shift lane */
+            LANES_NAME(sweep)(D, E, (int)kmin, (int)kmax, lo, hi, zero, f0, g0, f, g, osn, 1);
+        else
+            LANES_NAME(sweep)(D, E, (int)kmin, (int)kmax, lo, hi, zero, f0, g0, f, g, osn, 0);
     }
     for (int l = 0; l < QW; l++) failed[l] = bad[l] != 0.0;
 }
 
 static int LANES_NAME(run)(const char *base, const Py_ssize_t *offsets, Py_ssize_t count, int m, int n,
-                           Py_ssize_t rs, Py_ssize_t cs, int max_sweeps, double *out, unsigned char *failed,
-                           double *work) {
+                           Py_ssize_t rs, Py_ssize_t cs, int max_sweeps, int width, double *out,
+                           unsigned char *flags, double *work) {
     /* Matrix b is the m x n matrix with entry (i, j) at base + offsets[b] + i*rs + j*cs (bytes), m >= n >= 1.
-     * work: at least LANES_WORK(m, n) doubles. Returns the number of flagged matrices. */
-    double *A = work, *scratch = A + (size_t)m * n * BW;
-    double *D = scratch + (size_t)(m + n) * BW, *E = D + (size_t)n * QW + QW; /* E[-1] is the row before */
+     * width: matrices packed side by side (8, or a smaller power of two when count is smaller); work: at least
+     * LANES_WORK(m, n, width) doubles. flags[b]: 0, or LANES_UNCONVERGED, or LANES_NOT_FINITE. Returns the
+     * number of flagged matrices. */
+    double *D = work + (size_t)m * n * width + (size_t)(m + n) * width, *E = D + (size_t)n * QW + QW; /* E[-1] */
     int exps[QW];
-    unsigned char flag[QW];
+    unsigned char unconverged[QW], not_finite[QW];
     int nflagged = 0;
     for (Py_ssize_t b0 = 0; b0 < count; b0 += QW) {
         for (int k = 0; k < n; k++)
             for (int l = 0; l < QW; l++) D[(size_t)k * QW + l] = 0.0;
         for (int k = -1; k <= n; k++)
             for (int l = 0; l < QW; l++) E[(size_t)k * QW + l] = 0.0;
-        for (int g0 = 0; g0 < QW; g0 += BW) {
-            /* Pack BW matrices (zeros past the end), each scaled by 2^-e so that its largest entry is below 1. */
-            for (int l = 0; l < BW; l++) {
-                Py_ssize_t b = b0 + g0 + l;
-                double big = 0.0;
-                if (b < count) {
-                    const char *M = base + offsets[b];
-                    for (int i = 0; i < m; i++)
-                        for (int j = 0; j < n; j++) big = fmax(big, fabs(*(const double *)(M + i * rs + j * cs)));
-                }
-                int e = 0;
-                if (big > 0.0 && isfinite(big)) frexp(big, &e);
-                exps[g0 + l] = e;
-                /* 2^-e as two factors, each within range for every e of a finite double (|e| <= 1074) */
-                double s1 = ldexp(1.0, -e / 2), s2 = ldexp(1.0, -e - (-e / 2));
-                for (int i = 0; i < m; i++)
-                    for (int j = 0; j < n; j++) {
-                        double x = b < count ? *(const double *)(base + offsets[b] + i * rs + j * cs) : 0.0;
-                        A[((size_t)i * n + j) * BW + l] = x * s1 * s2;
-                    }
-            }
-            if (b0 + g0 < count) LANES_NAME(bidiagonalize)(A, scratch, m, n, D + g0, E + g0);
+        for (int g0 = 0; g0 < QW && b0 + g0 < count; g0 += width) {
+            const Py_ssize_t b = b0 + g0;
+            double *Dg = D + g0, *Eg = E + g0;
+            if (width == 8)
+                LANES_PACK(8)(base, offsets, count, b, m, n, rs, cs, work, Dg, Eg,
+                                                      exps + g0, not_finite + g0);
+            else if (width == 4)
+                LANES_PACK(4)(base, offsets, count, b, m, n, rs, cs, work, Dg, Eg,
+                                                      exps + g0, not_finite + g0);
+            else if (width == 2)
+                LANES_PACK(2)(base, offsets, count, b, m, n, rs, cs, work, Dg, Eg,
+                                                      exps + g0, not_finite + g0);
+            else
+                LANES_PACK(1)(base, offsets, count, b, m, n, rs, cs, work, Dg, Eg,
+                                                      exps + g0, not_finite + g0);
         }
-        LANES_NAME(bidiagonal_sweeps)(D, E, n, max_sweeps, flag);
+        LANES_NAME(bidiagonal_sweeps)(D, E, n, max_sweeps, unconverged);
         for (int l = 0; l < QW && b0 + l < count; l++) {
             double sum = 0.0;
             for (int k = 0; k < n; k++) sum += fabs(D[(size_t)k * QW + l]);
             out[b0 + l] = ldexp(sum, exps[l]);
-            failed[b0 + l] = flag[l] || !isfinite(sum);
-            nflagged += failed[b0 + l];
+            flags[b0 + l] = not_finite[l] ? LANES_NOT_FINITE
+                            : unconverged[l] || !isfinite(out[b0 + l]) ? LANES_UNCONVERGED : 0;
+            nflagged += flags[b0 + l] != 0;
         }
     }
     return nflagged;

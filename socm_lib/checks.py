@@ -8,8 +8,14 @@ silent NaN or a traceback from deep inside torch.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
+import secrets
+import stat
+import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence, Set
 from pathlib import Path
 
@@ -36,7 +42,9 @@ def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
     """Return a token cloud ``X`` (shape ``(n, d)``) as a float64 CPU tensor.
 
     Accepts a numpy array or a torch tensor of real numbers; rejects anything
-    that is not two-dimensional, empty, complex or not finite. With ``compact=True`` a float32 or
+    that is not two-dimensional, empty, complex or not finite. Inputs are converted or refused at the door: an array
+    in the other byte order (``'>f8'`` on a little-endian machine, as read from some files) is converted to this
+    machine's; a quantized or nested tensor is refused with what to pass instead. With ``compact=True`` a float32 or
     float64 cloud keeps its dtype (a CPU array or tensor is then not copied) and float16 / bfloat16
     become float32, which holds them exactly; other dtypes become float64 as before.
     """
@@ -51,11 +59,19 @@ def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
         if x.dtype == np.longdouble and np.finfo(np.longdouble).bits > 64:
             raise TypeError(f"{name} has dtype {x.dtype} (numpy's long double), which torch cannot hold; pass "
                             f"{name}.astype(np.float64) (the library computes in float64).")
+        if not x.dtype.isnative:  # torch holds native byte order only: convert, the values are the same
+            x = x.astype(x.dtype.newbyteorder("="))
         try:
             t = torch.from_numpy(np.ascontiguousarray(x))
         except TypeError:
             raise TypeError(f"{name} has dtype {x.dtype}, which torch cannot hold; pass {name}.astype(np.float64).") from None
     elif isinstance(x, torch.Tensor):
+        if x.is_nested:
+            raise TypeError(f"{name} is a nested tensor, which holds several clouds of different lengths; pass them as "
+                            f"a list of (n_i, d) tensors, {name}.unbind(), each one a cloud.")
+        if x.is_quantized:
+            raise TypeError(f"{name} is a quantized tensor ({x.dtype}), whose integers are not the embedding values; "
+                            f"pass {name}.dequantize().")
         if x.is_complex():
             raise TypeError(f"{name} is complex; token clouds must be real-valued.")
         if x.layout != torch.strided:
@@ -91,6 +107,8 @@ def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
 
 def as_clouds(clouds, name: str = "clouds", compact: bool = False) -> list[torch.Tensor]:
     """Validate a list of token clouds that share the embedding dimension ``d`` (``compact``: as for :func:`as_cloud`)."""
+    if isinstance(clouds, torch.Tensor) and clouds.is_nested:
+        raise TypeError(f"{name} is a nested tensor; pass its clouds as a list of (n_i, d) tensors: {name}.unbind().")
     if isinstance(clouds, (np.ndarray, torch.Tensor)):
         raise TypeError(
             f"{name} is a single {type(clouds).__name__} of shape {tuple(clouds.shape)}; pass a list of "
@@ -132,8 +150,26 @@ def as_pairs(pairs, n_clouds: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+#: A lone surrogate code point (U+D800 to U+DFFF): half of a UTF-16 pair, not a character.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_visible_character(text: str) -> bool:
+    """Whether ``text`` holds a character a reader can see: one that is not whitespace or another separator
+    (Unicode categories ``Z*``), a control character (``Cc``: NUL, DEL, ...), a format character (``Cf``: the
+    zero-width space U+200B, the byte-order mark, ...), a surrogate or an unassigned code point.
+
+    A text without one is empty to its reader, and a tokenizer turns it into special tokens only (or ``[UNK]``),
+    so it is refused like an empty string.
+    """
+    return any(unicodedata.category(ch)[0] not in "ZC" or unicodedata.category(ch) == "Co" for ch in text)
+
+
 def as_texts(texts, name: str = "texts") -> list[str]:
-    """Validate a list of non-empty strings."""
+    """Validate a list of strings that each hold a visible character (:func:`has_visible_character`) and no lone
+    surrogate (which no tokenizer can encode; it comes from bytes decoded with ``errors="surrogateescape"`` or a
+    JSON escape such as ``"\\ud800"``): such a text is refused, not repaired, because any repair would change the
+    text measured."""
     if isinstance(texts, str):
         raise TypeError(f"{name} is a single string; pass a list of texts, e.g. [{texts[:30]!r}].")
     if isinstance(texts, (Set, Mapping)):
@@ -150,8 +186,15 @@ def as_texts(texts, name: str = "texts") -> list[str]:
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise TypeError(f"{name}[{k}] is a {type(t).__name__}; every text must be a str.")
-        if not t.strip():
-            raise ValueError(f"{name}[{k}] is empty or whitespace only; remove it or replace it with real text.")
+        bad = _SURROGATE.search(t)
+        if bad:
+            raise ValueError(f"{name}[{k}] holds a lone surrogate, U+{ord(bad.group()):04X} at character "
+                             f"{bad.start()}: half of a UTF-16 pair, not a character, so no tokenizer can encode it. Repair the text "
+                             "where it was read (decode its bytes as UTF-8 with errors='strict' or 'replace'; a pair "
+                             "split in two: t.encode('utf-16', 'surrogatepass').decode('utf-16')).")
+        if not has_visible_character(t):
+            raise ValueError(f"{name}[{k}] is empty or whitespace only (no visible character: only spaces, control or "
+                             "zero-width characters); remove it or replace it with real text.")
     return list(texts)
 
 
@@ -229,25 +272,32 @@ def as_int(value, name: str, *, minimum: int | None = None, maximum: int | None 
     return int(value)
 
 
-def as_number(value, name: str, *, minimum: float = 0.0) -> float:
-    """A real-number option (``int``, ``float`` or numpy scalar, never a ``bool``), finite and ``>= minimum``."""
+def as_number(value, name: str, *, minimum: float = 0.0, maximum: float | None = None, advice: str = "") -> float:
+    """A real-number option (``int``, ``float`` or numpy scalar, never a ``bool``), finite, ``>= minimum`` and, where
+    given, ``<= maximum``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}).")
     if not (np.isfinite(value) and value >= minimum):
-        raise ValueError(f"{name} = {value!r}: it must be a finite number >= {minimum}.")
+        raise ValueError(f"{name} = {value!r}: it must be a finite number >= {minimum}.{advice and ' ' + advice}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} = {value!r} is outside {minimum} <= {name} <= {maximum}.{advice and ' ' + advice}")
     return float(value)
 
 
 def as_progress(value, name: str = "progress") -> bool | None:
-    """``progress``: ``True`` (show a bar), ``False`` (none) or ``None`` (a bar for long runs only)."""
+    """``progress``: ``True`` (show a bar), ``False`` (none) or ``None`` (a bar for long runs in a terminal only)."""
     if value is not None and not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True, False or None (a bar only for long runs), got {value!r}.")
     return None if value is None else bool(value)
 
 
 def show_progress(progress: bool | None, count: int, threshold: int = PROGRESS_PAIRS) -> bool:
-    """Whether to show a progress bar for ``count`` items: ``progress``, or (``None``) whether ``count > threshold``."""
-    return count > threshold if progress is None else progress
+    """Whether to show a progress bar for ``count`` items: ``progress``, or (``None``) whether ``count > threshold``
+    and stderr is a terminal. A bar is text redrawn on stderr: a notebook shows it as an error-coloured block that
+    keeps every redraw, and a log file keeps them too, so neither gets one unless it is asked for."""
+    if progress is not None:
+        return progress
+    return count > threshold and sys.stderr is not None and sys.stderr.isatty()
 
 
 def as_pair_set(pairs, n_items: int, what: str = "clouds") -> tuple[np.ndarray | None, int]:
@@ -262,14 +312,55 @@ def as_pair_set(pairs, n_items: int, what: str = "clouds") -> tuple[np.ndarray |
     return None, count
 
 
-def as_output_path(path, name: str = "out") -> Path:
-    """A file path that can be written: not a folder, in an existing writable folder, writable if it exists.
+def as_input_path(path, what: str) -> Path:
+    """A path to read, as a :class:`~pathlib.Path` that exists: a ``str``, an ``os.PathLike`` or ``bytes`` (decoded as
+    the file system does, :func:`os.fsdecode`); anything else is a ``TypeError``.
 
+    A path that cannot be reached says why: a symbolic link loop (``OSError``), a link to a missing target or nothing
+    there (``FileNotFoundError``).
+    """
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{what}: the path must be a str or a pathlib.Path, got {path!r} ({type(path).__name__}).")
+    p = Path(path)
+    try:
+        p.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(f"{what} {p} is a symbolic link loop (following it leads back to itself); pass the path to "
+                          "the file itself.") from None
+        if p.is_symlink():
+            raise FileNotFoundError(f"{what} {p} is a symbolic link to {os.readlink(p)}, which does not exist; pass "
+                                    "the path to your copy of the file.") from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise FileNotFoundError(f"{what} not found at {p}; pass the path to your copy of the file.") from None
+        raise
+    return p
+
+
+def as_output_path(path, name: str = "out", inputs: Sequence[tuple[str, object]] = ()) -> Path:
+    """The file a path to be written names: the path itself, or the target of a symbolic link (so that writing
+    keeps the link); not a folder, in an existing writable folder, writable if it exists, and none of ``inputs``.
+
+    ``inputs`` are ``(what, path)`` pairs, the paths a run reads (``("--texts", "texts.txt")``): an output that is
+    the same file as one of them, through a link, a hard link or another spelling alike (:func:`os.path.samefile`),
+    or an existing file inside an input folder, is refused, since writing it would destroy what the run reads.
     Checked before any long work starts, so that a run never computes for minutes and then fails to save.
     """
-    if not isinstance(path, (str, os.PathLike)) or not str(path):
+    if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a file path, got {path!r}.")
+    if not os.fspath(path):
+        raise ValueError(f"{name} is an empty path; pass a file path.")
     p = Path(path)
+    if p.is_symlink() and not (p.exists() and not p.is_file()):  # a link to a device or pipe is opened as it is
+        try:
+            os.stat(p)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ValueError(f"{name} {path} is a symbolic link loop (it leads back to itself); pass a file "
+                                 "path.") from None
+        p = Path(os.path.realpath(p))  # write the link's target, keep the link
     folder = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise ValueError(f"{name} {path} is a folder; pass a file path inside it.")
@@ -277,18 +368,29 @@ def as_output_path(path, name: str = "out") -> Path:
         raise ValueError(f"{name} {path}: the folder {folder} does not exist; create it or choose another path.")
     if (p.exists() and not os.access(p, os.W_OK)) or (not p.exists() and not os.access(folder, os.W_OK)):
         raise ValueError(f"{name} {path}: no permission to write there; choose a writable file path.")
+    for what, source in inputs:
+        if source is None or not os.path.exists(source) or not p.exists():
+            continue
+        inside = os.path.isdir(source) and Path(os.path.realpath(p)).is_relative_to(os.path.realpath(source))
+        if inside or os.path.samefile(p, source):
+            where = "a file inside" if inside else "the same file as"
+            raise ValueError(f"{name} {path} is {where} {what} {source}, which this run reads: writing it would "
+                             f"replace that input. Choose another {name}.")
     return p
 
 
 @contextlib.contextmanager
-def output_file(path, name: str = "out", newline: str | None = None):
-    """Open ``path`` (checked by :func:`as_output_path`) for writing text, so that no earlier file is lost.
+def output_file(path, name: str = "out", newline: str | None = None, inputs: Sequence[tuple[str, object]] = ()):
+    """Open ``path`` (checked by :func:`as_output_path`, ``inputs`` included) for writing text, so that no earlier
+    file is lost.
 
     A regular file is written as a temporary file beside it and moved into place only when the ``with`` block
-    ends without an error (an existing file stays as it was until then); a device or pipe (``/dev/stdout``) is
-    written directly.
+    ends without an error (an existing file stays as it was until then). A symbolic link is written through: its
+    target is replaced and the link kept. The new file keeps the mode of the file it replaces (a private ``0600``
+    stays private), or, for a new file, takes the mode ``open()`` would give it (``0666`` less the umask). A device
+    or pipe (``/dev/stdout``) is written directly.
     """
-    p = as_output_path(path, name)
+    p = as_output_path(path, name, inputs)
     if p.exists() and not p.is_file():
         handle = open(p, "w", newline=newline)
         try:
@@ -299,14 +401,26 @@ def output_file(path, name: str = "out", newline: str | None = None):
             raise
         handle.close()
         return
-    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".part")
+    mode = stat.S_IMODE(os.stat(p).st_mode) if p.exists() else None
+    fd, tmp = _new_file(p)
     try:
         with os.fdopen(fd, "w", newline=newline) as handle:
             yield handle
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's private 0600
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, p)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _new_file(p: Path) -> tuple[int, str]:
+    """A new, empty file beside ``p`` (``.NAME.RANDOM.part``), opened for writing: ``(descriptor, path)``. Created with
+    mode ``0666`` so that the umask applies as for ``open()`` (``tempfile.mkstemp`` would make it ``0600``), and never
+    over an existing file (``O_EXCL``)."""
+    while True:
+        tmp = str(p.parent / f".{p.name}.{secrets.token_hex(4)}.part")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue

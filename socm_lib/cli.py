@@ -33,13 +33,29 @@ from .data import (
     sample_texts,
 )
 from .checks import ModelUnavailableError, as_device, as_int, output_file
-from .encoders import REGISTRY, layer_count, load_encoder
+from .encoders import REGISTRY, layer_count, load_encoder, local_folder
 from .extract import layer_indices, token_embeddings
 from .gpu_check import main as gpu_check_main
-from .pairs import condensed_pairs, cross_pairs
+from .block_plan import condensed_pairs, cross_pairs
 from .report import summary_lines
 from .stats import concentration_ratio
 from .summary import socm_summary
+
+
+def _texts_path(spec: str | None) -> str | None:
+    """The file ``--texts`` reads: ``PATH`` of ``stsb:PATH``, ``sick:PATH`` or ``msmarco:PATH``, the spec itself for a
+    text file, ``None`` for the corpus and a Hugging Face dataset."""
+    kind, _, rest = (spec or "corpus").partition(":")
+    if spec in (None, "corpus") or (kind == "hf" and rest):
+        return None
+    return rest if kind in ("stsb", "sick", "msmarco") and rest else spec
+
+
+def _input_paths(args) -> list[tuple[str, str]]:
+    """``(option, path)`` of every file or folder ``run`` reads (``--texts``, a local ``--encoder``; ``None`` where
+    there is none), against which ``--out`` is checked (:func:`socm_lib.checks.as_output_path`): a run never writes
+    over its own inputs."""
+    return [("--texts", _texts_path(args.texts)), ("--encoder", local_folder(args.encoder))]
 
 
 def _texts(spec: str) -> list[str]:
@@ -133,8 +149,8 @@ def run(args) -> int:
     _check_model_options(args)
     with contextlib.ExitStack() as stack:
         handle = None
-        if args.out:
-            handle = stack.enter_context(output_file(args.out, "--out", newline=""))
+        if args.out is not None:  # "" is refused there, not taken for "no --out"
+            handle = stack.enter_context(output_file(args.out, "--out", newline="", inputs=_input_paths(args)))
             columns = ["i", "j", "d_mu", "d_sigma", "socm", *extra, "text_i", "text_j"]
             try:
                 handle.write(",".join(columns) + "\n")
@@ -153,7 +169,7 @@ def run(args) -> int:
         summary["median_socm_error"] = result.median_socm_error
     print(f"encoder: {encoder.name} ({encoder.kind}); texts: {len(texts)}; layer: {args.layer}")
     print("\n".join(summary_lines(summary)))
-    if args.out:
+    if args.out is not None:
         print(f"wrote {result.pairs} rows to {args.out}")
     return 0
 

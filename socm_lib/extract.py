@@ -79,6 +79,9 @@ def layer_indices(layer, num_layers: int) -> tuple[list[int], bool]:
         isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in layers
     ):
         raise TypeError(f"layer must be an int, a list of ints or 'all', got {layer!r}.")
+    if not layers:
+        raise ValueError(f"layer is an empty {type(layer).__name__}: there is no hidden state to return; pass at least "
+                         f"one index (0..{num_layers}, or -1 for the last layer) or 'all'.")
     out = []
     for x in layers:
         if not -total <= x < total:
@@ -111,8 +114,9 @@ def token_embeddings(
         ``-1`` (final layer, the default), any hidden-state index ``0..L`` (0 = embedding output), a list of
         them, or ``"all"``. With a list or ``"all"`` the result is a dict ``{layer index: list of arrays}``.
     special_tokens
-        Keep [CLS]/[SEP]-type tokens (the paper's convention). ``False`` drops them; a text left with no
-        token then raises ``ValueError``.
+        Keep [CLS]/[SEP]-type tokens (the paper's convention). ``False`` drops them. Either way a text with no token
+        of its own raises ``ValueError``: one without a visible character (:func:`socm_lib.checks.as_texts`), or one
+        the tokenizer maps to special tokens only (for MiniLM a lone combining accent or a private-use character).
     max_length
         Truncation length in tokens, from the tokenizer's special-token count plus one (a text keeps at least one
         token of its own) to the model's limit (the default). Texts longer than it are truncated, with one warning
@@ -121,7 +125,7 @@ def token_embeddings(
         On a GPU, run the forward pass in float16 (the returned clouds are still float32 arrays, and the library computes every statistic from them in float64).
         ``special_tokens``, ``half`` and ``cache`` must be ``True`` or ``False`` (:func:`socm_lib.checks.as_bool`).
     progress
-        Show a progress bar on stderr; ``None`` shows one for more than 256 texts.
+        Show a progress bar on stderr; ``None`` shows one for more than 256 texts when stderr is a terminal.
     prefix
         Text put in front of every text before tokenization; ``None`` (default) takes the encoder's own
         (:attr:`Encoder.prefix`, from its registry entry: ``""`` for every registered encoder).
@@ -179,6 +183,11 @@ def _extract(encoder: Encoder, texts: list[str], layers: list[int], special_toke
         warnings.warn(f"{cut} of {len(texts)} texts are longer than max_length = {limit} tokens and were "
                       "truncated to it.", stacklevel=3)
     enc = tok(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
+    empty = next((i for i, mask in enumerate(enc["special_tokens_mask"]) if all(mask)), None)
+    if empty is not None:  # before any forward pass: a text with no content of its own is refused at the door
+        raise ValueError(f"texts[{empty}] ({texts[empty][:40]!r}) has no token of its own: the tokenizer maps it to "
+                         "special tokens only, so its cloud would hold [CLS]/[SEP]-type tokens and nothing of the "
+                         "text; remove that text or replace it with real text.")
     lengths = np.array([len(ids) for ids in enc["input_ids"]])
     if lengths.max() > limit:  # a tokenizer that cannot truncate to this length keeps texts whole: never pass that on
         raise ValueError(f"max_length = {limit}: this tokenizer left a text of {lengths.max()} tokens; pass a larger "
@@ -206,13 +215,7 @@ def _extract(encoder: Encoder, texts: list[str], layers: list[int], special_toke
                 h = hidden[lay].cpu()
                 h = h if h.dtype == torch.float64 else h.float()  # a float64 model's clouds stay float64
                 for r, i in enumerate(idx):
-                    cloud = h[r][rows[r]]
-                    if cloud.shape[0] == 0:
-                        raise ValueError(
-                            f"texts[{i}] ({texts[i][:40]!r}) has no tokens left once special tokens are dropped; "
-                            "keep special_tokens=True or remove that text."
-                        )
-                    out[lay][i] = cloud.numpy()
+                    out[lay][i] = h[r][rows[r]].numpy()
             del result, hidden, inputs
             bar.update(len(idx))
     return out, cut

@@ -64,7 +64,7 @@ def _timed(fn, device: torch.device):
 
 
 def _pair_differences(test, ref) -> dict:
-    """:func:`_relative` differences of SOCM, d_mu and d_sigma between two :class:`~socm_lib.pairs.PairResult`."""
+    """:func:`_relative` differences of SOCM, d_mu and d_sigma between two :class:`~socm_lib.results.PairResult`."""
     return {f"{k}_max_rel": _relative(getattr(test, k), getattr(ref, k)) for k in ("socm", "d_mu", "d_sigma")}
 
 
@@ -73,7 +73,8 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     from .data import corpus, sample_texts
     from .encoders import load_encoder, provenance
     from .extract import token_embeddings
-    from .pairs import socm_pairs, torch_svd
+    from .block_math import torch_svd
+    from .pairs import socm_pairs
     from .nuclear import kernel_report
     from .report import device_report
 
@@ -167,9 +168,12 @@ def summary(report: dict) -> str:
 def main(args) -> int:
     """The ``gpu-check`` command: run, write the JSON report to ``args.out``, print the summary.
 
-    ``--out`` is checked before the model loads, and an earlier report there is replaced only by a complete one.
+    ``--out`` is checked before the model loads (never a file of a local ``--encoder`` folder), and an earlier report
+    there is replaced only by a complete one.
     """
-    with output_file(args.out, "--out") as f:
+    from .encoders import local_folder
+
+    with output_file(args.out, "--out", inputs=[("--encoder", local_folder(args.encoder))]) as f:
         report = gpu_check(args.encoder, n_texts=args.n_texts, seed=args.seed, device=args.device)
         json.dump(report, f, indent=2)
         f.write("\n")

@@ -9,7 +9,8 @@ import numpy as np
 from .checks import as_bool, as_device, as_int, as_pair_set, as_progress, as_texts
 from .data import sample_texts
 from .extract import token_embeddings
-from .pairs import PairResult, socm_pairs
+from .pairs import socm_pairs
+from .results import PairResult
 from .stats import concentration_ratio
 
 

@@ -108,7 +108,7 @@ def round_trip_linear_layers(model):
 
 
 def compare(reference, other) -> dict:
-    """How far ``other``'s per-pair results move from ``reference``'s (two :class:`~socm_lib.pairs.PairResult` of the same pairs).
+    """How far ``other``'s per-pair results move from ``reference``'s (two :class:`~socm_lib.results.PairResult` of the same pairs).
 
     Returns the two averages of SOCM, :math:`d_\\mu` and :math:`d_\\Sigma`, their differences (``other`` minus
     ``reference``: keys ``shift_socm``, ``shift_d_mu``, ``shift_d_sigma``), the largest per-pair change of SOCM,

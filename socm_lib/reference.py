@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .pairs import PairResult
+from .results import PairResult
 
 
 class ReferencePair(NamedTuple):
@@ -66,19 +66,25 @@ def lowrank_pair(X1, X2, normalize: bool = True) -> ReferencePair:
 
 
 def _chunk(args) -> np.ndarray:
-    """Rows ``(d_mu, d_sigma, socm)`` of the given pairs, one BLAS thread."""
+    """Rows ``(d_mu, d_sigma, socm)`` of the given pairs."""
     factors, pairs = args
+    return np.array([_pair(*factors[i], *factors[j])[:3] for i, j in pairs]).reshape(-1, 3)
+
+
+def _one_thread_worker() -> None:
+    """Limit a worker process of :func:`lowrank_pairs` to one thread (BLAS and OpenMP): its own setting, not the
+    caller's."""
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1):
-        return np.array([_pair(*factors[i], *factors[j])[:3] for i, j in pairs]).reshape(-1, 3)
+    threadpool_limits(1)
 
 
 def lowrank_pairs(clouds, pairs, workers: int | None = None, normalize: bool = True) -> PairResult:
     """:func:`lowrank_pair` for every pair ``(i, j)`` of ``pairs`` (a ``(P, 2)`` array), as a :class:`~socm_lib.PairResult`.
 
     Each cloud's factor is formed once; each pair then takes one SVD. Lists of more than 2,000 pairs are split
-    over ``workers`` processes (default: the CPU count; forked, so POSIX only), one BLAS thread each.
+    over ``workers`` processes (default: the CPU count; forked, so POSIX only), one BLAS thread each; a shorter
+    list is computed in the calling thread, whose thread settings are left as they are.
     """
     factors = [lowrank_factor(X, normalize) for X in clouds]
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -88,7 +94,7 @@ def lowrank_pairs(clouds, pairs, workers: int | None = None, normalize: bool = T
     else:
         import multiprocessing as mp
 
-        with mp.get_context("fork").Pool(workers) as pool:
+        with mp.get_context("fork").Pool(workers, initializer=_one_thread_worker) as pool:
             rows = np.concatenate(pool.map(_chunk, [(factors, c) for c in np.array_split(pairs, workers * 4)]))
     i, j = pairs[:, 0], pairs[:, 1]
     return PairResult(i=i.copy(), j=j.copy(), d_mu=rows[:, 0], d_sigma=rows[:, 1], socm=rows[:, 2])

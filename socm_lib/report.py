@@ -67,7 +67,10 @@ def load_results(folder=None, *, names=RESULT_NAMES, download: bool = False) -> 
         else:
             where = ", ".join(str(p) for p in candidates)
             raise FileNotFoundError(
-                f"Benchmark results '{name}.json' not found in {where}. Run `python benchmarks/run_all.py` from the "
-                "repository root, or pass download=True to read the committed results from GitHub."
+                f"Benchmark results '{name}.json' not found in {where} (seen from {Path.cwd()}). The notebooks expect "
+                "the layout of the book's repository and of the student kit, notebooks/ beside benchmarks/results/: "
+                "open the notebook from that notebooks/ folder (in the kit: jupyter lab notebooks/, as its README "
+                "says). To measure the results anew, run `python benchmarks/run_all.py` in a clone of the "
+                "repository; download=True reads the committed ones from GitHub."
             )
     return out

@@ -2,7 +2,7 @@ r"""SOCM over more pairs than memory holds: a streamed summary (book, Chapter 6)
 
 All pairs of :math:`N` texts are :math:`N(N-1)/2` pairs; :func:`socm_lib.socm_pairs` keeps about 80
 bytes of each (16 GB at :math:`N = 20{,}000`). :func:`socm_summary` runs the same engine
-(:func:`socm_lib.pairs._run_blocks`) but folds every block into running figures and drops it:
+(:func:`socm_lib.block_runner._run_blocks`) but folds every block into running figures and drops it:
 
 * exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (float64 block sums added by
   ``math.fsum``, so that they do not depend on the order in which threads finish), and
@@ -39,12 +39,18 @@ import torch
 from tqdm import tqdm
 
 from .checks import as_int, as_pair_set, as_progress, show_progress
-from .pairs import PairResult, _engine, _run_blocks, all_pairs
+from .block_plan import all_pairs
+from .block_runner import _engine, _run_blocks
+from .memory import as_block_elems
+from .results import PairResult
 
 #: Bins of the histograms returned by :func:`socm_summary` (one per quantity).
 DEFAULT_BINS = 200
 #: Bins of the histogram the median is read from when the values are not all kept.
 MEDIAN_BINS = 1 << 20
+#: Most bins :func:`socm_summary` accepts for a histogram (an option with an upper bound: ``bins=2**50`` would ask
+#: for petabytes): as many as the median's.
+MAX_BINS = MEDIAN_BINS
 #: Up to this many pairs the SOCM values are kept (8 bytes each) and the median is exact.
 EXACT_MEDIAN_LIMIT = 1_000_000
 #: Pairs per chunk when the pairs are also handed out in order (``on_pairs``).
@@ -298,7 +304,7 @@ def socm_summary(
     clouds, pairs, normalize, device, dtype, backend, bucket_tolerance, block_elems, progress
         As for :func:`socm_lib.socm_pairs`; the pairs are computed by the same engine.
     bins
-        Bins of each histogram (:math:`d_\mu`, :math:`d_\Sigma`, SOCM), over ``range`` or, where it
+        Bins of each histogram (at most :data:`MAX_BINS`) (:math:`d_\mu`, :math:`d_\Sigma`, SOCM), over ``range`` or, where it
         gives none, over a range set by a sampled pre-pass (module docstring).
     range
         ``None``, or ``{name: (low, high)}`` for some of ``"d_mu"``, ``"d_sigma"``, ``"socm"``: that
@@ -324,10 +330,12 @@ def socm_summary(
         (:class:`~socm_lib.PairResult`, SOCM descending / ascending). ``.summary()`` gives the dict of
         :meth:`socm_lib.PairResult.summary`.
     """
-    bins, top_k = as_int(bins, "bins", minimum=1), as_int(top_k, "top_k", minimum=0)
+    bins = as_int(bins, "bins", minimum=1, maximum=MAX_BINS,
+                  advice=f"A histogram of more bins than the median's own ({MEDIAN_BINS:,}) resolves nothing more.")
+    top_k = as_int(top_k, "top_k", minimum=0)
     exact_median_limit = as_int(exact_median_limit, "exact_median_limit", minimum=0)
     chunk_pairs = as_int(chunk_pairs, "chunk_pairs", minimum=1)
-    block_elems = as_int(block_elems, "block_elems", minimum=1)
+    block_elems = as_block_elems(block_elems)
     progress = as_progress(progress)
     if on_pairs is not None and not callable(on_pairs):
         raise TypeError(f"on_pairs must be a function on_pairs(start, chunk) or None, got {type(on_pairs).__name__}.")

@@ -39,3 +39,11 @@ def standin_hub(standin_cache, monkeypatch):
     yield standin_cache
     for cached in caches:
         cached.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def built_assignments(tmp_path_factory):
+    """The graded assignments of labs 1, 2 and 4 (scripts/assignments.py), built once for every grading test."""
+    import grading_kit
+
+    return grading_kit.build(tmp_path_factory.mktemp("assignments"))

@@ -1,95 +1,44 @@
 """Graded assignments (scripts/assignments.py) and the grader (scripts/grade.py): the student copy is the lab's student
-edition with points; the key stores the expected values; for labs 1 and 2 a solved copy scores full, an unsolved
-one 0, and so do submissions that cheat: ask the library for the expected value, replace its grading function,
-call the practice check's private recipe, answer with an object that equals everything, patch builtins and numpy,
-read the key from disk, kill the grader. Feedback is the practice check's line. Needs the built book (the student
-edition reads it) and Linux with Landlock (the grader's sandbox)."""
+edition with points; the key stores the expected values; a solved copy scores full, an unsolved one 0, and so do
+submissions that cheat: ask the library for the expected value, replace its grading function, call the practice
+check's private recipe, answer with an object that equals everything, patch builtins and numpy, read or write the
+key, forge a report, kill the grader. Feedback is the practice check's line. Needs the built book (the student
+edition reads it) and bubblewrap (the grader's sandbox); tests/test_grading_isolation.py attacks the sandbox."""
 
 import json
 import re
-import sys
-import zipfile
-from pathlib import Path
+import shutil
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
 
+import grading_kit
+from grading_kit import LABS, assignments, grade, key, key_zip, solved, student, tiny
 from socm_lib import course
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import assignments  # noqa: E402
-import grade  # noqa: E402
-
-LABS = ("nb01", "nb02")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("assignments")
-    assignments.main(["--out", str(out), *LABS])
-    return out
-
-
-def _zip(built, lab) -> Path:
-    return built / lab / "autograder" / f"{lab}-autograder.zip"
-
-
-def _student(built, lab) -> nbformat.NotebookNode:
-    return nbformat.read(built / lab / "student" / f"{lab}.ipynb", as_version=4)
-
-
-def _solved(built, lab, tmp_path) -> Path:
-    with zipfile.ZipFile(_zip(built, lab)) as zf:
-        path = tmp_path / f"{lab}-solution.ipynb"
-        path.write_bytes(zf.read(path.name))
-    return path
-
-
-def _graded(built, lab, notebook: Path) -> dict:
-    return grade.grade(grade.read_key(_zip(built, lab)), notebook)
-
-
-def _with_task_cells(built, lab, code, tmp_path, name) -> Path:
-    """The student copy with every checked task's cell replaced by ``code`` (``{id}`` stands for the task id)."""
-    nb = _student(built, lab)
-    for task in assignments.tasks(nb):
-        if task["id"]:
-            cell = nb.cells[task["task"]]
-            cell.source = assignments.answered(cell.source, code.format(id=task["id"]))
-    path = tmp_path / f"{name}.ipynb"
-    nbformat.write(nb, path)
-    return path
 
 
 def _scores(record) -> dict:
     return {t["task"]: (t["points"], t["max_points"]) for t in record["tasks"]}
 
 
-@pytest.mark.parametrize("lab", LABS)
-def test_solved_full_unsolved_and_the_two_cheats_zero(built, lab, tmp_path):
-    solved = _graded(built, lab, _solved(built, lab, tmp_path))
-    assert solved["tasks"] and solved["score"] == solved["max_score"] > 0, solved
-    assert all(t["line"] == f"{t['task']}: right." for t in solved["tasks"])
-    unsolved = _graded(built, lab, built / lab / "student" / f"{lab}.ipynb")
+def test_a_solved_copy_scores_full_and_an_unsolved_one_zero(built_assignments, tmp_path):
+    """Lab 2 here; lab 1's solved and unsolved copies are graded in tests/test_grading_isolation.py's batch."""
+    paths = [solved(built_assignments, "nb02", tmp_path / "solved.ipynb"),
+             built_assignments / "nb02" / "student" / "nb02.ipynb"]
+    solved_record, unsolved = grade.grade_all(key(built_assignments, "nb02"), paths, tmp_path / "graded", jobs=2)
+    assert solved_record["tasks"] and solved_record["score"] == solved_record["max_score"] > 0, solved_record
+    assert all(t["line"] == f"{t['task']}: right." for t in solved_record["tasks"])
     assert unsolved["score"] == 0 and {t["status"] for t in unsolved["tasks"]} == {"unanswered"}, unsolved
-    asked = _with_task_cells(built, lab, 'import socm_lib.course\nanswer = socm_lib.course.expected_value("{id}")',
-                             tmp_path, "asks")
-    patched = _with_task_cells(built, lab, "import socm_lib.course\nsocm_lib.course.grade = lambda *a, **k: True\n"
-                               "socm_lib.course.check = lambda *a, **k: print('right')\nanswer = 12345.0",
-                               tmp_path, "patches")
-    for cheat in (asked, patched):
-        record = _graded(built, lab, cheat)
-        assert record["score"] == 0 and set(_scores(record)) == set(_scores(solved)), record
+    assert set(_scores(unsolved)) == set(_scores(solved_record))
 
 
-def _tiny(tmp_path, name, *cells) -> Path:
-    """A submission of a few cells, each task's check cell after them (the grader reads `answer` there)."""
-    code = [*cells, 'from socm_lib.course import check\ncheck("nb01.1", answer)', 'check("nb01.2", answer)']
-    path = tmp_path / f"{name}.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in code]), path)
-    return path
+def test_a_solved_copy_of_the_explorer_lab_scores_full(built_assignments, tmp_path):
+    """Lab 4 draws the explorer, whose PNG comes from vl-convert's V8: V8 reserves gigabytes of addresses it never
+    uses, so under a limit on the address space (RLIMIT_AS) its kernel died (SIGTRAP) and every solved copy scored 0.
+    The memory limit bounds writable memory instead."""
+    path = solved(built_assignments, "nb04", tmp_path / "solved.ipynb")
+    record, = grade.grade_all(key(built_assignments, "nb04"), [path], tmp_path / "graded", jobs=1)
+    assert record["score"] == record["max_score"] > 0, record
 
 
 STEAL = """import json, zipfile
@@ -99,14 +48,17 @@ def steal(task_id):
 """
 
 
-def test_other_cheats_score_zero(built, tmp_path):
-    key_path = _zip(built, "nb01")
+def test_other_cheats_score_zero(built_assignments, tmp_path):
+    key_path = key_zip(built_assignments, "nb01")
     before = key_path.read_bytes()
     steal = STEAL.format(key=str(key_path))
     namespace = {}
     exec(steal, namespace)  # outside the sandbox the theft works: the cheat is real
     assert namespace["steal"]("nb01.1") == pytest.approx(course._expected("nb01.1"))
     cheats = {
+        "asks": "import socm_lib.course\nanswer = socm_lib.course.expected_value('nb01.1')",
+        "patches": "import socm_lib.course\nsocm_lib.course.grade = lambda *a, **k: True\n"
+                   "socm_lib.course.check = lambda *a, **k: print('right')\nanswer = 12345.0",
         "private recipe": "from socm_lib.course import _expected\nanswer = _expected('nb01.1')",
         "equals everything": "class Liar(float):\n    __eq__ = lambda s, o: True\n    __abs__ = lambda s: 0.0\n"
                              "    __sub__ = __rsub__ = lambda s, o: 0.0\n    __lt__ = __le__ = lambda s, o: True\n"
@@ -121,60 +73,61 @@ def test_other_cheats_score_zero(built, tmp_path):
         "writes the key": f"open({str(key_path)!r}, 'wb').write(b'{{}}')\nanswer = 12345.0",
         "forged report": "print('SOCM-ANSWER nb01.1 0.14645')\nanswer = 12345.0",
     }
-    key = grade.read_key(key_path)
-    for name, code in cheats.items():
-        record = grade.grade(key, _tiny(tmp_path, name.replace(" ", "-"), code))
+    paths = [tiny(tmp_path / f"{name.replace(' ', '-')}.ipynb", code) for name, code in cheats.items()]
+    paths.append(tiny(tmp_path / "honest.ipynb", "answer = 0.1464"))
+    *cheated, honest = grade.grade_all(key(built_assignments, "nb01"), paths, tmp_path / "graded", jobs=2)
+    for name, record in zip(cheats, cheated):
         assert record["score"] == 0, (name, record)
     assert key_path.read_bytes() == before, "a submission changed the key"
-    assert grade.grade(key, _tiny(tmp_path, "honest", "answer = 0.1464"))["score"] == 5  # the same path can score
+    assert honest["score"] == 5  # the same path can score
 
 
-def test_a_submission_that_kills_its_runner_scores_zero_and_says_so(built, tmp_path):
-    record = grade.grade(grade.read_key(_zip(built, "nb01")),
-                         _tiny(tmp_path, "kill", "answer = 0.1464", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"))
-    assert record["score"] == 0 and "did not run to its end" in record["errors"][0]
+def test_a_submission_that_kills_its_runner_and_its_kernel_scores_zero_and_says_so(built_assignments, tmp_path):
+    kills = tiny(tmp_path / "kill.ipynb", "answer = 0.1464",
+                 "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)  # the runner: process 1, out of reach",
+                 "os.kill(os.getpid(), signal.SIGKILL)  # the kernel itself")
+    record = grade.grade(key(built_assignments, "nb01"), kills)
+    assert record["score"] == 0 and record["stopped"].startswith("the kernel died in cell 3 (signal SIGKILL"), record
+    assert [t["line"] for t in record["tasks"]] == [f"{t}: not graded: {record['stopped']}." for t in ("nb01.1", "nb01.2")]
 
 
-def test_feedback_is_the_practice_check_line(built, tmp_path):
+def test_feedback_is_the_practice_check_line(built_assignments, tmp_path):
     task = course.get_task("nb01.1")
     e = course._expected("nb01.2")
     answers = {"nb01.1": task.wrong_example, "nb01.2": e * 1.004}
-    path = tmp_path / "feedback.ipynb"
-    cells = [f"answer = {answers['nb01.1']!r}", 'check("nb01.1", answer)', f"answer = {answers['nb01.2']!r}",
-             'check("nb01.2", answer)']
-    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in cells]), path)
-    record = grade.grade(grade.read_key(_zip(built, "nb01")), path)
+    feedback = grading_kit.notebook(tmp_path / "feedback.ipynb", f"answer = {answers['nb01.1']!r}",
+                                    'check("nb01.1", answer)', f"answer = {answers['nb01.2']!r}", 'check("nb01.2", answer)')
+    malformed = grading_kit.notebook(tmp_path / "malformed.ipynb", "answer = 'forty-two'", 'check("nb01.1", answer)',
+                                     "answer = {1: 2}", 'check("nb01.2", answer)')
+    record, bad = grade.grade_all(key(built_assignments, "nb01"), [feedback, malformed], tmp_path / "graded", jobs=2)
     lines = {t["task"]: t["line"] for t in record["tasks"]}
     assert lines == {k: course.verdict(k, v).line() for k, v in answers.items()}
     assert task.hint in lines["nb01.1"] and "close. Give more digits" in lines["nb01.2"]
     assert "AssertionError" not in json.dumps(record)
-    malformed = tmp_path / "malformed.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in
-                                       ["answer = 'forty-two'", 'check("nb01.1", answer)', "answer = {1: 2}",
-                                        'check("nb01.2", answer)']]), malformed)
-    record = grade.grade(grade.read_key(_zip(built, "nb01")), malformed)
-    assert [t["status"] for t in record["tasks"]] == ["malformed", "malformed"], record
+    assert [t["status"] for t in bad["tasks"]] == ["malformed", "malformed"], bad
+    assert [t["line"] for t in bad["tasks"]] == [course.verdict("nb01.1", "forty-two").line(),
+                                                 course.verdict("nb01.2", {1: 2}).line()]
 
 
 @pytest.mark.parametrize("lab", LABS)
-def test_the_student_copy_is_the_student_edition_with_points(built, lab):
+def test_the_student_copy_is_the_student_edition_with_points(built_assignments, lab):
     source = nbformat.read(assignments.lab_path(lab), as_version=4)
-    student = _student(built, lab)
-    text = "\n".join(c.source for c in student.cells)
+    copy = student(built_assignments, lab)
+    text = "\n".join(c.source for c in copy.cells)
     assert not re.search(r"\{(prf:ref|ref|doc|cite[a-z:]*)\}`|\\dmu|\\dSigma", text), "raw book markup left"
-    intro = next(c.source for c in student.cells if c.source.startswith("## Your turn"))
+    intro = next(c.source for c in copy.cells if c.source.startswith("## Your turn"))
     assert not re.search(r"hidden|toggle|solution", intro, re.I)
     prose = [c for c in source.cells if c.cell_type == "markdown"]
-    assert sum(c.cell_type == "markdown" for c in student.cells) == len(prose) + 1  # the prose kept, a header added
-    listed = assignments.tasks(student)
+    assert sum(c.cell_type == "markdown" for c in copy.cells) == len(prose) + 1  # the prose kept, a header added
+    listed = assignments.tasks(copy)
     open_tasks = [t for t in listed if not t["id"]]
-    assert open_tasks and all("*Graded by hand" in student.cells[t["statement"]].source for t in open_tasks)
-    assert all("*Graded automatically" in student.cells[t["statement"]].source for t in listed if t["id"])
+    assert open_tasks and all("*Graded by hand" in copy.cells[t["statement"]].source for t in open_tasks)
+    assert all("*Graded automatically" in copy.cells[t["statement"]].source for t in listed if t["id"])
     assert "What a good answer contains" in text
-    assert not [c for c in student.cells if "solution" in c.metadata.get("tags", [])]
-    key = grade.read_key(_zip(built, lab))
-    assert set(key["tasks"]) == {t["id"] for t in listed if t["id"]} == {t.id for t in course.all_tasks([lab])}
-    for entry in key["tasks"].values():  # no stored value is written in the student copy
+    assert not [c for c in copy.cells if "solution" in c.metadata.get("tags", [])]
+    stored = key(built_assignments, lab)
+    assert set(stored["tasks"]) == {t["id"] for t in listed if t["id"]} == {t.id for t in course.all_tasks([lab])}
+    for entry in stored["tasks"].values():  # no stored value is written in the student copy
         for x in (entry["expected"] if isinstance(entry["expected"], list) else [entry["expected"]]):
             if isinstance(x, float) and x != 0:
                 assert f"{x:.4g}" not in text and f"{x:.3f}" not in text
@@ -184,7 +137,20 @@ def test_every_lab_is_an_assignment():
     assert assignments.all_labs() == [f"nb{k:02d}" for k in range(1, 11)]
 
 
-def test_grading_refuses_without_a_sandbox(built, monkeypatch, tmp_path):
-    monkeypatch.setattr(grade.sandbox, "abi", lambda: 0)
-    with pytest.raises(RuntimeError, match="Landlock"):
-        grade.grade(grade.read_key(_zip(built, "nb01")), _tiny(tmp_path, "any", "answer = 1.0"))
+def test_grading_refuses_where_it_cannot_isolate_and_says_what_is_missing(built_assignments, monkeypatch, tmp_path,
+                                                                          capsys):
+    submission = tiny(tmp_path / "any.ipynb", "answer = 1.0")
+    which = shutil.which
+    monkeypatch.setattr(grade.sandbox.shutil, "which", lambda name: None if name == "bwrap" else which(name))
+    grade._refusal.cache_clear()
+    with pytest.raises(RuntimeError, match=r"lacks `bwrap` \(Debian/Ubuntu package bubblewrap\)"):
+        grade.grade(key(built_assignments, "nb01"), submission)
+    with pytest.raises(SystemExit) as stopped:
+        grade.main(["--key", str(key_zip(built_assignments, "nb01")), "--out", str(tmp_path / "out"), str(submission)])
+    assert stopped.value.code == 2 and "bubblewrap" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    monkeypatch.setattr(grade.sandbox.shutil, "which", which)  # bwrap there, but its namespaces refused
+    monkeypatch.setattr(grade.sandbox, "command", lambda *args, **kwargs: ["bwrap", "--unshare-user", "--userns", "9"])
+    grade._refusal.cache_clear()
+    with pytest.raises(RuntimeError, match="could not create its sandbox"):
+        grade.grade(key(built_assignments, "nb01"), submission)
+    grade._refusal.cache_clear()

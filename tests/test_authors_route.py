@@ -1,6 +1,6 @@
 """socm_lib.paper_route, the released code's d x d route: exact where it should be, and biased as derived where not.
 
-Derivation (socm_lib.authors_route, book Proposition prop-ch06-regulariser): with eps I added before both square roots,
+Derivation (socm_lib.authors_route, book Proposition prop-ch07-regulariser): with eps I added before both square roots,
 R^2 = Sigma_1 + eps I exactly, so R Sigma_2 R has the nonzero eigenvalues of B R^2 B^T = K^T K + eps B B^T (K = A B^T).
 That gives the route's fidelity exactly in n_2 x n_2 matrices, and Weyl's inequality bounds its excess over
 ||K||_* from below by (d - r) sqrt(eps) + sum_k (sqrt(s_k^2 + eps) - s_k) and from above by the same count with
@@ -186,3 +186,40 @@ def test_bad_arguments_are_refused():
         socm_lib.paper_route(clouds, batch_size=0)
     with pytest.raises(ValueError, match="no pairs"):
         socm_lib.paper_route(clouds[:1])
+
+
+def test_step_dtypes_round_one_step_alone():
+    """Naming every step's dtype is the same route; rounding one step in float32 moves the result by float32 noise."""
+    rng = np.random.default_rng(5)
+    clouds = token_clouds(rng, 64, (6, 9, 14, 20))
+    route32 = socm_lib.paper_route(clouds, device="cpu")
+    every = {step: torch.float32 for step in ("statistics", "first root", "second root")}
+    same = socm_lib.paper_route(clouds, dtype=torch.float64, device="cpu", step_dtypes=every)
+    np.testing.assert_array_equal(same.d_sigma, route32.d_sigma)
+    np.testing.assert_array_equal(same.socm, route32.socm)
+    route64 = socm_lib.paper_route(clouds, dtype=torch.float64, device="cpu")
+    for step in every:
+        one = socm_lib.paper_route(clouds, dtype=torch.float64, device="cpu", step_dtypes={step: "float32"})
+        assert not np.array_equal(one.d_sigma, route64.d_sigma), step
+        np.testing.assert_allclose(one.d_sigma, route64.d_sigma, rtol=0, atol=1e-4)
+    second = socm_lib.paper_route(clouds, dtype=torch.float64, device="cpu", step_dtypes={"second root": "float32"})
+    np.testing.assert_array_equal(second.d_mu, route64.d_mu)  # the statistics stayed float64
+    with pytest.raises(ValueError, match="unknown steps"):
+        socm_lib.paper_route(clouds, device="cpu", step_dtypes={"third root": torch.float32})
+    with pytest.raises(TypeError, match="step_dtypes must be a dict"):
+        socm_lib.paper_route(clouds, device="cpu", step_dtypes=[torch.float32])
+
+
+def test_null_roots_are_the_regulariser_in_float64_and_spread_in_float32():
+    """d - r roots, each sqrt(eps) in float64 when the second text is the shorter; float32 rounding spreads them."""
+    from socm_lib.authors_route import null_roots
+
+    rng = np.random.default_rng(8)
+    long, short = token_clouds(rng, 96, (30, 12), spread=1.5)
+    roots64 = null_roots(long, short, dtype=torch.float64)
+    assert roots64.shape == (96 - 11,)  # r = min(30, 12) - 1
+    np.testing.assert_allclose(roots64, np.sqrt(EPS), rtol=1e-6)
+    roots32 = null_roots(long, short)
+    assert roots32.shape == roots64.shape
+    assert roots32.std() > 100 * roots64.std()
+    assert roots32.max() < 1e-2  # still the regulariser's directions, not the cross-Gram's

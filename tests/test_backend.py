@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import socm_lib
-from socm_lib import pairs as engine
+from socm_lib import block_math
 from socm_lib.checks import as_device
 
 
@@ -50,17 +50,17 @@ def test_torch_backend_small_svd_batches_and_blocks(monkeypatch):
     """Batches cut at a few matrices per SVD call, and tiny blocks, give the same numbers."""
     clouds = ragged_clouds(2, n_texts=40)
     ref = socm_lib.socm_pairs(clouds, device="cpu")
-    monkeypatch.setattr(engine, "SVD_BATCH", 3)
-    monkeypatch.setattr(engine, "SVD_BATCH_ELEMS", 3 * 32 * 32)
-    assert engine._svd_batch(4, 4) == 3 and engine._svd_batch(40, 40) == 1
+    monkeypatch.setattr(block_math, "SVD_BATCH", 3)
+    monkeypatch.setattr(block_math, "SVD_BATCH_ELEMS", 3 * 32 * 32)
+    assert block_math._svd_batch(4, 4) == 3 and block_math._svd_batch(40, 40) == 1
     assert_same(socm_lib.socm_pairs(clouds, device="cpu", backend="torch", block_elems=5000), ref)
 
 
 def test_svd_batch_cap():
-    assert engine._svd_batch(8, 8) == engine.SVD_BATCH
-    assert engine._svd_batch(32, 32) == engine.SVD_BATCH
-    assert engine._svd_batch(64, 64) == engine.SVD_BATCH // 4
-    assert engine._svd_batch(10_000, 10_000) == 1
+    assert block_math._svd_batch(8, 8) == block_math.SVD_BATCH
+    assert block_math._svd_batch(32, 32) == block_math.SVD_BATCH
+    assert block_math._svd_batch(64, 64) == block_math.SVD_BATCH // 4
+    assert block_math._svd_batch(10_000, 10_000) == 1
 
 
 def test_torch_backend_float32_is_close():
@@ -70,21 +70,30 @@ def test_torch_backend_float32_is_close():
     assert_same(a, b, rtol=1e-5)
 
 
-def test_tf32_is_off_while_the_engine_runs_and_restored(monkeypatch):
+def _matmul_settings_seen(monkeypatch) -> list:
+    """``(allow_tf32, float32 matmul precision)`` at every product of the engine's blocks, appended as they run."""
     seen = []
-    real = engine._matmul_t
+    real = block_math._matmul_t
 
     def spy(left, right, use_torch):
         seen.append((torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()))
         return real(left, right, use_torch)
 
-    monkeypatch.setattr(engine, "_matmul_t", spy)
+    monkeypatch.setattr(block_math, "_matmul_t", spy)
+    return seen
+
+
+@pytest.mark.parametrize("dtype,inside", [(torch.float32, (False, "highest")), (torch.float64, (True, "medium"))],
+                         ids=["float32", "float64"])
+def test_tf32_is_off_while_float32_products_run_and_restored(monkeypatch, dtype, inside):
+    """Float32 products run with TF32 off; float64 products never use TF32, so a float64 run changes nothing."""
+    seen = _matmul_settings_seen(monkeypatch)
     before = (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
     try:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.set_float32_matmul_precision("medium")
-        socm_lib.socm_pairs(ragged_clouds(4, n_texts=10), device="cpu", backend="torch", dtype=torch.float32)
-        assert seen and all(s == (False, "highest") for s in seen)
+        socm_lib.socm_pairs(ragged_clouds(4, n_texts=10), device="cpu", backend="torch", dtype=dtype)
+        assert seen and all(s == inside for s in seen)
         assert torch.backends.cuda.matmul.allow_tf32 is True
         assert torch.get_float32_matmul_precision() == "medium"
     finally:

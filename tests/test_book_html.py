@@ -45,9 +45,13 @@ def test_chapters_use_proofs_and_exercises():
     assert proofs >= 10
 
 
-def _tracked_files():
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return set(out.split())
+def _in_repository(path: str) -> bool:
+    """Whether `path` is a file of the repository: tracked by git in a clone; present in a source archive (`git
+    archive`, GitHub's "Download ZIP"), which holds the tracked files and no .git."""
+    if not (ROOT / ".git").exists():
+        return (ROOT / path).is_file()
+    listed = subprocess.run(["git", "ls-files", "--", path], cwd=ROOT, capture_output=True, text=True, check=True)
+    return listed.stdout.split() == [path]
 
 
 NOTEBOOK_PAGES = [p for p in _toc_files() if (ROOT / f"{p}.ipynb").exists()]
@@ -66,7 +70,7 @@ def test_notebook_pages_have_valid_colab_links(page):
     for link in links:
         assert link.startswith(prefix), f"{page}: Colab link {link} does not point at {repo}@{branch}"
         path = link[len(prefix):]
-        assert path == f"{page}.ipynb" and path in _tracked_files(), f"{page}: {path} is not this page's notebook"
+        assert path == f"{page}.ipynb" and _in_repository(path), f"{page}: {path} is not this page's notebook"
 
 
 def _has_widgets(path: Path) -> bool:

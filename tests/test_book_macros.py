@@ -20,7 +20,7 @@ MACROS = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
 def test_single_source():
     sphinx = CONFIG["sphinx"]
     assert "latex_elements" not in sphinx["config"], "a typed preamble would be a second list of macros"
-    assert sphinx["local_extensions"] == {"book_macros": "scripts/"}
+    assert sphinx["local_extensions"]["book_macros"] == "scripts/"  # the one extension that writes the preamble
 
 
 def test_preamble_lines():

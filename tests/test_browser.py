@@ -1,6 +1,6 @@
 """Open the built book the way a reader without a network does: Debian's headless chromium, every host name
-unresolvable, pages opened from disk (file://). Check what is on screen (typeset mathematics, the embedded
-comparator widget) and keep screenshots under _build/screenshots/ (CI artifacts)."""
+unresolvable, pages opened from disk (file://). Check what is on screen (typeset mathematics) and keep screenshots
+under _build/screenshots/ (CI artifacts). The explorer of notebook 4 is checked in tests/test_explorer_page.py."""
 
 import functools
 import json
@@ -155,20 +155,3 @@ def test_mathematics_is_typeset_offline(name):
     visible = dom.select("main")[0].text()
     left = [tex for tex in RAW_TEX if tex in visible]
     assert not left, f"{page}: raw TeX delimiters {left} left in the visible text"
-
-
-def test_comparator_widget_renders_controls_and_output_offline():
-    """The embedded widget state is drawn by the widgets' HTML manager from _static/: the comparator's
-    dropdowns and sliders, and its Output widget with the summary table it held when the notebook was run."""
-    dom = _rendered("comparator")[0]
-    dropdowns = [s for d in dom.select(cls="widget-dropdown") for s in d.select("select")]
-    sliders = dom.select(cls="widget-slider")
-    assert len(dropdowns) >= 3, f"{len(dropdowns)} dropdowns rendered (encoder A, encoder B, texts)"
-    assert len(sliders) >= 2, f"{len(sliders)} sliders rendered (sample size, pair)"
-    assert "all-minilm-l6" in {o.text().strip() for o in dropdowns[0].select("option")}
-    outputs = dom.select(cls="widget-output")
-    assert outputs, "no Output widget rendered"
-    tables = [t for o in outputs for t in o.select("table")]
-    assert tables, "the Output widget shows no table"
-    headers = {th.text().strip() for th in tables[0].select("th")}
-    assert {"encoder", "mean SOCM"} <= headers, f"unexpected table headers {sorted(headers)}"

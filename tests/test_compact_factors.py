@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import socm_lib
-from socm_lib import pairs as engine
+from socm_lib import block_runner, factors
 from socm_lib.reference import lowrank_pairs
 
 
@@ -19,7 +19,7 @@ def real_clouds():
 
 
 def prepared(clouds, **kw):
-    return engine._engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
+    return block_runner._engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
                           bucket_tolerance=0.05, **kw)
 
 
@@ -52,14 +52,14 @@ def test_a_small_cache_changes_nothing_but_memory(real_clouds, monkeypatch, list
     pairs = np.random.default_rng(1).integers(0, len(real_clouds), size=(700, 2)) if listed else None
     big = socm_lib.socm_pairs(real_clouds, pairs, device="cpu", block_elems=5_000, progress=False)
     formed = []
-    real_init = engine._Factors.__init__
+    real_init = factors._Factors.__init__
 
     def small(self, *args, **kw):
         real_init(self, *args, **kw)
         self.capacity = 1 << 16
         formed.append(self)
 
-    monkeypatch.setattr(engine._Factors, "__init__", small)
+    monkeypatch.setattr(factors._Factors, "__init__", small)
     tiny = socm_lib.socm_pairs(real_clouds, pairs, device="cpu", block_elems=5_000, progress=False)
     f = formed[0]
     held = sum(t.numel() for t in f._cache.values()) * f.itemsize

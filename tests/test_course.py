@@ -249,15 +249,6 @@ def test_a_check_after_its_notebook_runs_no_load_and_no_forward_pass(task_id, mo
     capsys.readouterr()
 
 
-def _plain(x):
-    """An answer as the grader reads it back from a kernel: JSON of numbers, strings and lists."""
-    import json
-
-    if hasattr(x, "tolist"):
-        x = x.tolist()
-    return json.loads(json.dumps(sorted(x, key=str) if isinstance(x, (set, frozenset)) else x))
-
-
 @pytest.mark.parametrize("task", _tasks(), ids=lambda t: t.id)
 def test_a_stored_key_judges_plain_answers_as_the_check_does(task):
     """Grading judges from a stored entry (plain JSON) alone: the same verdict and line as the practice check."""
@@ -266,7 +257,8 @@ def test_a_stored_key_judges_plain_answers_as_the_check_does(task):
     entry = json.loads(json.dumps(course.key_entry(task)))
     expected = course._expected(task.id)
     for answer in (expected, task.wrong_example, MALFORMED[task.kind], None):
-        assert course.judge_entry(task.id, entry, _plain(answer)) == course.verdict(task.id, answer), answer
+        plain = json.loads(json.dumps(course.plain_answer(answer)))  # as the grader reads it back from a kernel
+        assert course.judge_entry(task.id, entry, plain) == course.verdict(task.id, answer), answer
 
 
 def test_the_library_offers_students_no_expected_value():

@@ -90,7 +90,7 @@ def test_random_pairs_are_distinct_and_ordered():
 def test_condensed_pairs_follow_triu_order():
     for n in (2, 3, 9, 61):
         i, j = np.triu_indices(n, k=1)
-        got = socm_lib.pairs.condensed_pairs(np.arange(len(i)), n)
+        got = socm_lib.block_plan.condensed_pairs(np.arange(len(i)), n)
         np.testing.assert_array_equal(got, np.stack([i, j], axis=1))
 
 
@@ -195,7 +195,7 @@ def test_import_socm_lib_loads_neither_transformers_nor_pandas():
 
 @pytest.mark.parametrize("version", ["v2", "v1"])
 def test_available_memory_reads_the_cgroup_limit(tmp_path, monkeypatch, version):
-    from socm_lib import pairs
+    from socm_lib import memory
 
     limit, usage = tmp_path / "limit", tmp_path / "usage"
     limit.write_text(f"{300 * 2**20}\n")
@@ -203,16 +203,16 @@ def test_available_memory_reads_the_cgroup_limit(tmp_path, monkeypatch, version)
     files = [(str(limit), str(usage))]
     if version == "v1":
         files = [(str(tmp_path / "absent.max"), str(tmp_path / "absent.current"))] + files
-    monkeypatch.setattr(pairs, "CGROUP_FILES", tuple(files))
+    monkeypatch.setattr(memory, "CGROUP_FILES", tuple(files))
     real_open = open  # the host's MemAvailable held still (it moves between two reads on a busy machine)
-    monkeypatch.setattr(pairs, "open", lambda path, *a, **k: io.StringIO("MemAvailable: 8388608 kB\n")
+    monkeypatch.setattr(memory, "open", lambda path, *a, **k: io.StringIO("MemAvailable: 8388608 kB\n")
                         if path == "/proc/meminfo" else real_open(path, *a, **k), raising=False)
-    assert pairs.available_memory() == 200 * 2**20
+    assert memory.available_memory() == 200 * 2**20
     limit.write_text("max\n")
-    host = pairs.available_memory()
+    host = memory.available_memory()
     assert host is not None and host != 200 * 2**20
     limit.write_text(f"{1 << 62}\n")  # v1's "no limit"
-    assert pairs.available_memory() == host
+    assert memory.available_memory() == host
 
 
 # --- paper_route shares socm_pairs' checks -------------------------------------------------------
@@ -239,12 +239,12 @@ def test_paper_route_refuses_a_zero_mean_cloud():
 
 
 def test_paper_route_checks_memory_first(monkeypatch):
-    from socm_lib import pairs
+    from socm_lib import memory
 
-    monkeypatch.setattr(pairs, "available_memory", lambda: 1000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 100)  # the route needs about 350 bytes here
     with pytest.raises(socm_lib.InsufficientMemoryError, match="paper_route on 2 clouds"):
         socm_lib.paper_route(_two_clouds())
-    monkeypatch.setattr(pairs, "available_memory", lambda: 10**12)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**12)
     assert len(socm_lib.paper_route(_two_clouds())) == 1
 
 
@@ -275,7 +275,7 @@ def test_socm_direct_path_validates_like_the_engine():
 def test_summary_means_do_not_depend_on_block_order_or_threads(monkeypatch):
     import torch
 
-    from socm_lib import pairs
+    from socm_lib import block_runner
 
     rng = np.random.default_rng(11)
     clouds = [rng.normal(size=(int(n), 6)) + 0.3 for n in rng.integers(2, 12, size=40)]
@@ -292,7 +292,7 @@ def test_summary_means_do_not_depend_on_block_order_or_threads(monkeypatch):
         four = means()
     finally:
         torch.set_num_threads(threads)
-    monkeypatch.setattr(pairs, "as_completed", lambda futures: list(futures)[::-1])  # blocks finish backwards
+    monkeypatch.setattr(block_runner, "as_completed", lambda futures: list(futures)[::-1])  # blocks finish backwards
     torch.set_num_threads(4)
     try:
         backwards = means()

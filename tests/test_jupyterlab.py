@@ -1,18 +1,21 @@
-"""The editions in a reader's hands: JupyterLab (pinned in requirements.txt) started on 127.0.0.1 with a token, on
-a free port, over the editions of scripts/editions.py, and driven by Debian's headless chromium through selenium
-(Debian's chromedriver). The comparator's notebook opens without being marked modified, runs from the top without
-an error output and draws its widget (controls, not their plain-text form); changing encoder B changes the printed
-averages. A lab notebook run from the top answers no task: each task's check says "not answered yet", no solution
-runs (each is a folded Markdown block), every one stays folded, and one opens when its title is clicked. The server is stopped by its process id when the module ends, also after a failure.
-Screenshots go to _build/screenshots/ (what a reader sees; CI artifacts). Needs the built book (`make test` builds it).
-"""
+"""The editions in a reader's hands: JupyterLab (pinned in requirements.txt) started as `make lab` starts it
+(scripts/book_lab.py: on 127.0.0.1, the editions laid out as in _build/lab/, the built book served by the lab), with a
+token, on a free port, and driven by Debian's headless chromium through selenium (Debian's chromedriver). The
+comparator's notebook opens without being marked modified, runs from the top without an error or stderr output and
+draws its widget (labelled controls, not their plain-text form) and the explorer (a Vega-Lite chart, drawn by
+JupyterLab itself); changing encoder B changes the printed averages. A lab
+notebook run from the top answers no task: each task's check says "not answered yet", no solution runs (each is a
+folded Markdown block), every one stays folded, and one opens when its title is clicked. Its theorem and chapter links
+open the book built on this machine, offline, and its Colab link is text, not an image. A student notebook, in the
+student kit's layout beside the editions, opens unmodified and runs from the top. The server is stopped by its
+process id when the module ends, also after a failure.
+Screenshots go to _build/screenshots/ (what a reader sees; CI artifacts). Needs the built book (`make test` builds it)."""
 
 from __future__ import annotations
 
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,15 +27,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import chromium
 from socm_lib import course
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-import editions  # noqa: E402
+import book_lab  # noqa: E402
+import student_edition  # noqa: E402
 
 SHOTS = ROOT / "_build" / "screenshots"
 COMPARATOR = "notebooks/nb04_comparator.ipynb"
 LAB = "notebooks/nb01_socm_by_hand.ipynb"
+STUDENT = "notebooks/nb09_benchmarks.ipynb"  # it reads benchmarks/results/ beside notebooks/
 CHECK = re.compile(r'check\("(nb\d\d\.\d+)",\s*answer\)')
 RUN_ALL_SECONDS = 420  # the comparator's notebook: about a minute on an idle 2-core machine, minutes on a loaded one
 
@@ -46,25 +52,23 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """(base URL, token) of a JupyterLab serving the editions; stopped by its PID when the module ends."""
-    for exe in ("chromium", "chromedriver"):
-        if shutil.which(exe) is None:
-            pytest.skip(f"{exe} is not installed (apt-get install chromium chromium-driver); CI installs both")
-    root = tmp_path_factory.mktemp("editions")
-    editions.write_editions(root)
+    chromium.require()
+    root = tmp_path_factory.mktemp("lab")
+    book_lab.prepare(root)  # the editions as `make lab` lays them out, linked to the book built here
+    student_edition.write_kit([ROOT / STUDENT], root / student_edition.ZIP_FOLDER)  # and a student kit beside them
     home = tmp_path_factory.mktemp("jupyter")
     # every cell rendered, not only those in view (JupyterLab's default windowing), so the DOM shows them all
     tracker = home / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{"windowingMode": "none"}')
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+    command, env = book_lab.server(root, port, ["--no-browser", "--ServerApp.port_retries=0",
+                                                f"--IdentityProvider.token={token}",
+                                                f"--LabApp.workspaces_dir={home / 'workspaces'}",
+                                                f"--LabApp.user_settings_dir={home / 'settings'}"])
+    env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
     log = (home / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         f"--LabApp.workspaces_dir={home / 'workspaces'}", f"--LabApp.user_settings_dir={home / 'settings'}",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -89,15 +93,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(lab):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = shutil.which("chromium")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver = chromium.start()
     SHOTS.mkdir(parents=True, exist_ok=True)
     try:
         yield driver
@@ -167,6 +163,13 @@ def _cells(driver):
         "!!c.querySelector('.jp-InputPlaceholder'), !!c.querySelector('.jp-OutputPlaceholder')])")
 
 
+def _stderr_shown(driver):
+    """The text of the stderr outputs (JupyterLab's pink blocks) of the visible notebook."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
+        ".jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"]')].map(o => o.innerText)")
+
+
 def _modified(driver):
     return bool(driver.find_elements("css selector", ".lm-TabBar-tab.jp-mod-current.jp-mod-dirty"))
 
@@ -197,10 +200,27 @@ def test_the_comparator_runs_from_the_top_with_a_live_widget(lab, browser):
     saved = _saved(browser, lab, COMPARATOR)
     errors = [o for c in saved.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, f"error outputs: {[e.ename + ': ' + e.evalue for e in errors]}"
+    assert not _stderr_shown(browser), f"stderr after Run All: {_stderr_shown(browser)}"
 
     labels = [e.text for e in browser.find_elements("css selector", ".jp-OutputArea .widget-dropdown label")]
     assert {"encoder A", "encoder B"} <= set(labels), f"no rendered comparator (dropdowns: {labels})"
     assert "run this cell to use the comparator" not in browser.find_element("css selector", ".jp-Notebook").text  # no text form
+    # every control of the comparator is a labelled form field whose label shows whole (no slider: its handle has
+    # no accessible name)
+    unlabelled = browser.execute_script(
+        "return [...document.querySelectorAll('.jp-OutputArea .jupyter-widgets :is(select, input, [role=slider])')]"
+        ".filter(e => !(e.labels && e.labels.length)).map(e => e.outerHTML.slice(0, 120))")
+    assert not unlabelled, f"controls without a label: {unlabelled}"
+    cut = browser.execute_script(
+        "return [...document.querySelectorAll('.jp-OutputArea .widget-label')]"
+        ".filter(l => l.offsetWidth && l.scrollWidth > l.clientWidth).map(l => l.textContent)")
+    assert not cut, f"labels cut off: {cut}"
+
+    # the explorer: JupyterLab draws the Vega-Lite output itself (no network, no kernel needed)
+    explorer = browser.find_elements("css selector", ".jp-OutputArea .jp-RenderedVegaLite")
+    assert len(explorer) == 1, "JupyterLab drew no Vega-Lite chart (the explorer)"
+    assert len(explorer[0].find_elements("css selector", ".vega-bindings select")) == 4
+    assert "Averages over" in browser.execute_script("return arguments[0].textContent", explorer[0])
 
     before = _widget_summary(browser)
     assert re.search(r"^B \S+: average SOCM \d\.\d{4}", before, re.M), before
@@ -240,9 +260,52 @@ def test_a_lab_run_from_the_top_answers_no_task_and_keeps_its_solutions_folded(l
     for task_id, shown in checks:
         assert course.verdict(task_id, None).line() in shown, f"{task_id}: the check shows {shown!r}"
     assert not re.search(r"nb\d\d\.\d+: right", "\n".join(out for _, out, _, _ in cells)), "a solution ran"
+    assert not _stderr_shown(browser), f"stderr after Run All: {_stderr_shown(browser)}"
     folded = _folded_solutions(browser)
     assert [title.split(" (")[0] for title, _, _ in folded] == [f"Solution to Task {k}" for k in range(1, n_solutions + 1)]
     assert not [title for title, is_open, shown in folded if is_open or shown], f"solutions open after Run All: {folded}"
     browser.find_element("css selector", ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell details summary").click()
     opened = _wait(lambda: (f := _folded_solutions(browser)) and f[0][1] and f[0][2] and f, 10, "a solution to open")
     assert not any(is_open for _, is_open, _ in opened[1:]), opened
+
+
+def _rendered_links(driver):
+    """(text, href, target) of every link in the visible notebook's rendered Markdown."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell a[href]')]"
+        ".map(a => [a.textContent, a.href, a.target])")
+
+
+def test_theorem_and_chapter_links_open_the_book_built_here_and_colab_is_a_text_link(lab, browser):
+    url = lab[0]
+    _open(browser, lab, LAB)
+    links = _rendered_links(browser)
+    book = [(text, href) for text, href, _ in links if href.startswith(url + book_lab.BOOK_PATH)]
+    theorem = next(href for text, href in book if text == "Theorem 2")
+    chapter = next(href for text, href in book if "#" not in href and "/book/ch" in href)
+    assert not [href for _, href, _ in links if "socm-book.github.io" in href], "a link to the published book is left"
+    first = browser.find_element("css selector", ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell")
+    assert not first.find_elements("css selector", "img"), "the first cell shows an image (Colab's badge)"
+    assert "colab.research.google.com" in first.find_element("link text", "Open in Colab").get_attribute("href")
+    for href in (theorem, chapter):
+        browser.get(href)  # the page the link opens (in a new tab in JupyterLab): served by the lab, no network
+        page, _, anchor = href.partition("#")
+        assert browser.execute_script("return document.readyState") == "complete"
+        assert browser.find_elements("css selector", "main h1"), f"{page} shows no page of the book"
+        if anchor:
+            assert browser.find_elements("id", anchor), f"{page} has no anchor {anchor}"
+    browser.save_screenshot(str(SHOTS / "jupyterlab_book_link.png"))
+
+
+def test_a_student_notebook_in_the_kit_opens_unmodified_and_runs_from_the_top(lab, browser):
+    path = f"{student_edition.ZIP_FOLDER}/{STUDENT}"
+    _open(browser, lab, path)
+    time.sleep(3)  # JupyterLab writes the kernel's metadata into the model once it connects
+    assert not _modified(browser), "opening the student notebook marked it modified"
+    _run_all(browser, 180)
+    browser.save_screenshot(str(SHOTS / "jupyterlab_student_nb09_run_all.png"))
+    saved = _saved(browser, lab, path)
+    errors = [o for c in saved.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"error outputs: {[e.ename + ': ' + e.evalue for e in errors]}"
+    assert any(c.outputs for c in saved.cells if c.cell_type == "code"), "nothing ran"
+    assert not _stderr_shown(browser), f"stderr after Run All: {_stderr_shown(browser)}"

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 import socm_lib
-from socm_lib import bures
-from socm_lib import pairs as engine
+from socm_lib import block_runner, bures, factors
 from socm_lib.reference import lowrank_factor, lowrank_pair, lowrank_pairs
 
 
@@ -20,18 +19,18 @@ def long_cloud(rng, n: int, d: int, spread: float = 1.0) -> np.ndarray:
 def test_shortened_factor_has_the_same_gram_matrix_and_d_rows():
     rng = np.random.default_rng(0)
     A = torch.from_numpy(rng.normal(size=(500, 12)))
-    R = engine._shortened(A)
+    R = factors._shortened(A)
     assert R.shape == (12, 12)
     np.testing.assert_allclose((R.T @ R).numpy(), (A.T @ A).numpy(), rtol=1e-13, atol=1e-12)
     short = torch.from_numpy(rng.normal(size=(7, 12)))
-    assert engine._shortened(short) is short  # n - 1 <= d: the Helmert rows stay as they are
+    assert factors._shortened(short) is short  # n - 1 <= d: the Helmert rows stay as they are
 
 
 def test_engine_factors_have_min_n_minus_1_d_rows():
     rng = np.random.default_rng(1)
     d = 10
     clouds = [long_cloud(rng, n, d) for n in (1, 4, 11, 12, 400)]
-    prepared = engine._engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
+    prepared = block_runner._engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
                               bucket_tolerance=0.05)
     rows = {int(g): B.rows for B in prepared.buckets for g in B.members}
     assert [rows[k] for k in range(5)] == [1, 3, 10, 10, 10]  # one-token: one zero row; then min(n - 1, d)
@@ -63,7 +62,7 @@ def test_socm_pairs_with_long_and_short_clouds_matches_the_reference():
             np.testing.assert_allclose(getattr(got, key), getattr(ref, key), rtol=1e-12, atol=1e-15,
                                        err_msg=f"{backend} {key}")
     cross = socm_lib.socm_cross(clouds[:4], clouds[6:9], progress=False)
-    ref = lowrank_pairs(clouds[:4] + clouds[6:9], engine.cross_pairs(4, 3), workers=1)
+    ref = lowrank_pairs(clouds[:4] + clouds[6:9], socm_lib.cross_pairs(4, 3), workers=1)
     np.testing.assert_allclose(cross.d_sigma, ref.d_sigma, rtol=1e-12, atol=1e-15)
 
 
@@ -76,7 +75,7 @@ def test_long_clouds_take_a_d_x_d_cross_gram(monkeypatch):
         shapes.append(np.shape(a)[-2:])
         return real_svd(a, *args, **kw)
 
-    monkeypatch.setattr(engine.np.linalg, "svd", spy)
+    monkeypatch.setattr(np.linalg, "svd", spy)
     monkeypatch.setenv("SOCM_SVD_KERNEL", "lapack")  # the engine's matrices go to LAPACK, where the spy sees them
     rng = np.random.default_rng(4)
     X1, X2 = long_cloud(rng, 2000, 6), long_cloud(rng, 2000, 6)

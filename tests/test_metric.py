@@ -119,11 +119,11 @@ def test_listed_pairs_that_cover_a_grid_take_one_product_per_tile(ragged, tolera
     """Every pair of texts 0-8 with texts 9-17 (shuffled, some listed twice, as socm_cross lists them) covers a
     grid: it goes through _grid_pair_block, one matrix product per tile, tiles down to one pair at block_elems=1,
     and agrees with the per-pair reference. A sparse list of the same texts goes pair by pair instead."""
-    from socm_lib import pairs as engine
+    from socm_lib import block_plan
 
     tiles = []
-    grid_block = engine._grid_pair_block
-    monkeypatch.setattr(engine, "_grid_pair_block", lambda *args: tiles.append(args[3]) or grid_block(*args))
+    grid_block = block_plan._grid_pair_block
+    monkeypatch.setattr(block_plan, "_grid_pair_block", lambda *args: tiles.append(args[3]) or grid_block(*args))
     rng = np.random.default_rng(3)
     grid = np.array([(i, j) for i in range(9) for j in range(9, 18)])
     pairs = rng.permutation(np.concatenate([grid, grid[rng.choice(len(grid), 10)]]))

@@ -153,3 +153,77 @@ def test_no_control_characters_in_prose():
     bad = {name: repr(t[max(i - 20, 0):i + 5]) for name, t in texts.items()
            for i in [next((k for k, ch in enumerate(t) if ord(ch) < 32 and ch != "\n"), -1)] if i >= 0}
     assert not bad, f"control characters in prose: {bad}"
+
+
+# -- Pace: how many glued numbers one sentence holds -------------------------------------------------------------
+
+MAX_GLUED_PER_SENTENCE = 4
+#: Abbreviations after which a full stop does not end a sentence.
+ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "al.", "vs.", "etc.", "Fig.", "Eq.", "approx.")
+FENCE_BLOCK = re.compile(r"^(`{3,}|:{3,}).*?^\1\s*$", re.S | re.M)
+ANY_GLUE = re.compile(r"\{glue(?::text)?\}`(?:[^:`]+::)?([^:`]+)(?::([^`]+))?`")
+
+
+def is_number(text: str | None) -> bool:
+    try:
+        float(str(text).replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def glued_sentences(markdown: str, values: dict | None = None) -> list[tuple[int, str]]:
+    """``(glued numbers, sentence)`` for every sentence of running prose, list items and captions included.
+
+    Fenced blocks, tables and display math are not prose. A glued number is a glue role with a number format (not
+    ``:s``), or without a format when its glued value (``values``, the notebook's) is a number; in the sentence it
+    reads ``<n>``.
+    """
+    values = values or {}
+
+    def glued(m):
+        name, fmt = m.group(1), m.group(2)
+        number = not fmt.endswith("s") if fmt else is_number(values.get(name))
+        return " <n> " if number else " word "
+
+    text = FENCE_BLOCK.sub("\n\n", markdown)
+    text = re.sub(r"\$\$.*?\$\$", "\n\n", text, flags=re.S)
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r"(?<!\\)\$[^$\n]+?(?<!\\)\$", "x", text)
+    text = ANY_GLUE.sub(glued, text)
+    text = re.sub(r"\{[a-z:-]+\}`[^`]*`", " ref ", text)
+    out = []
+    for block in re.split(r"\n\s*\n|\n(?=\s*(?:[-*] |\d+\. |#))", text):
+        if block.lstrip().startswith("|"):
+            continue
+        for abbreviation in ABBREVIATIONS:
+            block = block.replace(abbreviation, abbreviation.replace(".", "\0"))
+        for sentence in re.split(r"(?<=[.!?])[)*_]*\s+(?=\S)", block):
+            sentence = " ".join(sentence.replace("\0", ".").split())
+            out.append((sentence.count("<n>"), sentence))
+    return out
+
+
+def test_the_sentence_rule_counts_glued_numbers_per_sentence():
+    g = "{glue:text}`../notebooks/nb05_paper_protocol.ipynb::nb05_x:.3f`"
+    text = f"One {g}, two {g} and e.g. three {g}. multilingual-e5-small: {g}; {g}; {g}; {g}; {g}.\n\n| {g} | {g} |"
+    assert [n for n, _ in glued_sentences(text)] == [3, 5]
+    assert [n for n, _ in glued_sentences("A {glue:text}`nb09_state:s` run, $x_1$ and {glue:text}`nb09_n:d`.")] == [1]
+    untyped = "{glue:text}`a`, {glue:text}`b`, {glue:text}`c`."
+    assert [n for n, _ in glued_sentences(untyped, {"a": "12", "b": "'a machine'", "c": "0.5"})] == [2]
+
+
+@pytest.mark.parametrize("path", BOOK, ids=lambda p: p.stem)
+def test_no_sentence_holds_more_than_four_glued_numbers(path):
+    dense = [f"{n}: {s[:100]}..." for n, s in glued_sentences(path.read_text()) if n > MAX_GLUED_PER_SENTENCE]
+    assert not dense, (f"{path.name}: sentences with more than {MAX_GLUED_PER_SENTENCE} glued numbers (give each "
+                       f"comparison a sentence of its own): {dense}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids())
+def test_no_notebook_sentence_holds_more_than_four_glued_numbers(path):
+    values = glued_values(path)
+    dense = [f"{n}: {s[:100]}..." for cell in read(path).cells if cell.cell_type == "markdown"
+             for n, s in glued_sentences(cell.source, values) if n > MAX_GLUED_PER_SENTENCE]
+    assert not dense, (f"{path.name}: sentences with more than {MAX_GLUED_PER_SENTENCE} glued numbers (give each "
+                       f"comparison a sentence of its own): {dense}")

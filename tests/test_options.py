@@ -8,7 +8,9 @@ the plain ones. Also: :func:`socm_lib.socm_cross` against the slow reference, in
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -213,20 +215,32 @@ def test_listed_pairs_are_checked_before_the_encoder_runs():
             call()
 
 
-def test_progress_threshold():
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self):
+        return True
+
+
+def test_progress_threshold(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", _Terminal())
     assert checks.show_progress(None, checks.PROGRESS_PAIRS + 1) is True
     assert checks.show_progress(None, checks.PROGRESS_PAIRS) is False
     assert checks.show_progress(True, 1) is True and checks.show_progress(False, 10**9) is False
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a notebook's stderr, a pipe, a log file
+    assert checks.show_progress(None, 10**9) is False and checks.show_progress(True, 1) is True
 
 
 @pytest.mark.parametrize("entry", [socm_lib.socm_pairs, socm_lib.socm_summary])
-def test_progress_none_shows_a_bar_only_past_the_threshold(capsys, entry):
+def test_progress_none_shows_a_bar_only_past_the_threshold_in_a_terminal(monkeypatch, entry):
     assert checks.PROGRESS_PAIRS == 20_000  # 200 clouds have 19,900 pairs, 201 have 20,100
     tiny = [np.array([[1.0, 0.0, 0.0], [1.0, 0.1 * k, 0.0]]) for k in range(201)]
-    entry(tiny[:200], device="cpu")
-    assert capsys.readouterr().err == ""
-    entry(tiny, device="cpu")
-    assert "SOCM" in capsys.readouterr().err
+    for stderr, shown in ((_Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stderr)
+        entry(tiny[:200], device="cpu")
+        assert stderr.getvalue() == ""
+        entry(tiny, device="cpu")
+        assert ("SOCM" in stderr.getvalue()) is shown, type(stderr).__name__
 
 
 # --- socm_cross: cdist-style pairs of two sets ---------------------------------------------------

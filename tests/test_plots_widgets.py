@@ -1,6 +1,6 @@
 """Headless tests of socm_lib.viz.plots (figures and tables) and socm_lib.viz.widgets (the encoder comparator)."""
 
-
+import html
 
 import matplotlib  # noqa: E402
 
@@ -15,6 +15,7 @@ from matplotlib.patches import Ellipse  # noqa: E402
 
 from socm_lib.viz import plots, widgets  # noqa: E402
 from socm_lib.pairs import PairResult, socm, socm_pairs  # noqa: E402
+from socm_lib.encoders import OFFLINE_ENCODERS, REGISTRY  # noqa: E402
 from socm_lib.extract import token_embeddings  # noqa: E402
 from socm_lib.stats import concentration_ratio as socm_lib_concentration  # noqa: E402
 
@@ -215,7 +216,12 @@ def test_comparator_reacts_to_controls_and_survives_unavailable_models(monkeypat
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     w = widgets.Comparator(n_texts=20, show_figures=False)
     assert (w.encoder_a.value, w.encoder_b.value) == ("all-minilm-l6", "multilingual-e5-small-4bit")
-    assert list(w.encoder_a.options)[:3] == list(widgets.OFFLINE)  # the three offline encoders come first
+    labels, names = zip(*w.encoder_a.options)
+    assert names[:len(OFFLINE_ENCODERS)] == OFFLINE_ENCODERS  # the offline encoders come first, unmarked
+    assert labels[:len(OFFLINE_ENCODERS)] == OFFLINE_ENCODERS
+    # no Hub here (HF_HUB_OFFLINE): every encoder that needs it says so in the menu
+    assert {label for label, name in w.encoder_b.options if name not in OFFLINE_ENCODERS} == {
+        name + widgets.NEEDS_NETWORK for name in REGISTRY if name not in OFFLINE_ENCODERS}
     assert w.last_error is None and "over 190 pairs of 20 texts" in w.last_summary
     assert _shown(w) == w.last_html and "190 pairs" in _shown(w)
     first, pair0 = w.last_summary, w.last_pair
@@ -230,7 +236,11 @@ def test_comparator_reacts_to_controls_and_survives_unavailable_models(monkeypat
     w.encoder_b.value = "bert"
     assert w.last_summary is None and w.last_pair is None and w.pair.disabled
     assert "bert" in w.last_error and "network" in w.last_error and "Colab" in w.last_error
-    assert _shown(w) == w.last_error + "\n"
+    # one list of the offline encoders (the library's), no advice about a button only the book has, and shown as
+    # HTML paragraphs, which break lines between words (a text output breaks them anywhere)
+    assert w.last_error.count("Offline encoders") == 1 and "rocket" not in w.last_error
+    assert all(repr(name) in w.last_error for name in OFFLINE_ENCODERS)
+    assert _shown(w) == "".join(f"<p>{html.escape(line)}</p>" for line in w.last_error.splitlines())
     w.n_texts.value = 20  # still responds (the error stays, because encoder B is still unavailable)
     assert "bert" in w.last_error
     w.encoder_b.value = "untrained-minilm-l6"
@@ -271,7 +281,7 @@ def test_comparator_colab_path_renders_without_error(monkeypatch, capsys):
     w.pair.value = 3
     assert w.last_pair != before and w.last_error is None
     w.encoder_a.value = "bert"
-    assert "bert" in w.last_error
+    assert "bert" in w.last_error and "This Colab session could not reach the Hugging Face Hub" in w.last_error
 
 
 def test_comparing_the_same_texts_again_runs_no_forward_pass(texts):
@@ -287,3 +297,13 @@ def test_comparing_the_same_texts_again_runs_no_forward_pass(texts):
     finally:
         for hook in hooks:
             hook.remove()
+
+
+def test_the_menu_marks_only_the_encoders_that_cannot_load_here(standin_hub, monkeypatch):
+    """Offline, with bert and gte in the local cache (stand-ins): those two load and stay unmarked, every other Hub
+    encoder is marked; with the Hub reachable nothing is marked."""
+    labels = {name: label for label, name in widgets.encoder_options()}
+    assert labels["bert"] == "bert" and labels["gte"] == "gte" and labels["all-minilm-l6"] == "all-minilm-l6"
+    assert labels["e5"] == "e5" + widgets.NEEDS_NETWORK and labels["nomic-embed"].endswith(widgets.NEEDS_NETWORK)
+    monkeypatch.setattr(widgets, "hub_reachable", lambda: True)
+    assert all(label == name for label, name in widgets.encoder_options())

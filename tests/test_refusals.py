@@ -12,7 +12,7 @@ import torch
 
 import socm_lib
 import socm_lib.cli
-from socm_lib import authors_route, checks, data, encoders, gpu_check, pairs, protocol, stats
+from socm_lib import authors_route, block_plan, checks, data, encoders, gpu_check, memory, protocol, stats
 from socm_lib.extract import token_embeddings
 
 RNG = np.random.default_rng(27)
@@ -178,7 +178,7 @@ def test_condensed_pairs_agree_with_all_pairs_at_row_boundaries():
     n = 70_001  # large enough for the floating-point row estimate to need its correction somewhere
     starts = np.arange(n - 1) * n - np.arange(n - 1) * np.arange(1, n) // 2
     positions = np.unique(np.concatenate([starts, starts - 1, starts + 1]).clip(0, n * (n - 1) // 2 - 1))
-    got = pairs.condensed_pairs(positions, n)
+    got = block_plan.condensed_pairs(positions, n)
     i = np.searchsorted(starts, positions, side="right") - 1  # the slow, obvious row lookup
     np.testing.assert_array_equal(got, np.stack([i, positions - starts[i] + i + 1], axis=1))
 
@@ -260,7 +260,7 @@ def test_pair_result_slices_give_pair_results():
 
 
 def test_socm_cross_errors_name_socm_cross(monkeypatch):
-    monkeypatch.setattr(pairs, "available_memory", lambda: 1000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 1000)
     with pytest.raises(MemoryError, match=r"^socm_cross of 4 pairs.*pairs=\(P, 2\) array\) to socm_cross"):
         socm_lib.socm_cross(CLOUDS[:2], CLOUDS[2:])
     monkeypatch.undo()
@@ -278,7 +278,7 @@ def test_paper_route_checks_memory_from_the_pair_count_before_forming_pairs(monk
     clouds = [np.ones((2, 2)) + np.eye(2) * k for k in range(1, 25_001)]
     monkeypatch.setattr(authors_route, "condensed_pairs", formed)
     monkeypatch.setattr(np, "triu_indices", formed)
-    monkeypatch.setattr(pairs, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)
     with pytest.raises(MemoryError, match=r"312,487,500 pairs would need about 11\.6 GiB"):
         socm_lib.paper_route(clouds)
 
@@ -411,3 +411,175 @@ def test_labelled_pair_kinds_are_a_list():
     with pytest.raises(TypeError, match=r"kinds is a single string; pass a list of kinds, e.g. \['negation'\]"):
         data.labelled_pairs("negation")  # before: read as the letters n, e, g, ...
     assert set(data.labelled_pairs(["negation"])["kind"]) == {"negation"}
+
+
+# --------------------------------------------------------------------------- options with upper bounds
+# General cause: an option checked only from below let a value past any machine through, to overflow an integer
+# deep in the block plan, ask numpy for petabytes, or be reported as missing memory.
+@pytest.mark.parametrize("call", [
+    lambda: socm_lib.socm_summary(CLOUDS, block_elems=10**30, progress=False),  # before: OverflowError in the plan
+    lambda: socm_lib.socm_pairs(CLOUDS, block_elems=10**30, progress=False),  # before: "would need 8.9e22 GiB"
+    lambda: socm_lib.socm_cross(CLOUDS[:2], CLOUDS[2:], block_elems=2**40, progress=False),
+], ids=["socm_summary", "socm_pairs", "socm_cross"])
+def test_block_elems_past_any_machine_blames_block_elems(call):
+    with pytest.raises(ValueError, match=r"block_elems = \d+ is outside 1 <= block_elems <= 68719476736\. It bounds "
+                                         r"the cross-Gram entries one worker holds"):
+        call()
+
+
+def test_block_elems_at_its_bound_is_accepted():
+    want = socm_lib.socm_pairs(CLOUDS, progress=False)
+    got = socm_lib.socm_summary(CLOUDS, block_elems=socm_lib.memory.MAX_BLOCK_ELEMS, progress=False)
+    assert got.mean_socm == pytest.approx(want.summary()["mean_socm"], rel=1e-12)
+
+
+def test_summary_bins_are_bounded():
+    with pytest.raises(ValueError, match=r"bins = 1125899906842624 is outside 1 <= bins <= 1048576\. A histogram"):
+        socm_lib.socm_summary(CLOUDS, bins=2**50)  # before: numpy's MemoryError for 8 PiB
+
+
+def test_paper_route_eps_is_bounded_and_batch_size_counts_only_real_pairs():
+    with pytest.raises(ValueError, match=r"eps = 1e\+300 is outside 0.0 <= eps <= 1.0\. It is the regulariser"):
+        socm_lib.paper_route(CLOUDS, eps=1e300)  # before: eigh failed to converge
+    # a batch larger than the pairs holds only the pairs: before, the memory check blamed 10**30 pairs per batch
+    big = socm_lib.paper_route(CLOUDS, batch_size=10**30)
+    np.testing.assert_array_equal(big.socm, socm_lib.paper_route(CLOUDS).socm)
+
+
+# --------------------------------------------------------------------------- inputs converted or refused at the door
+@pytest.mark.parametrize("dtype", [">f8", ">f4", "<f8"])
+def test_other_byte_order_is_converted(dtype):
+    # before: torch's "byte order different from the native byte order" from socm, socm_pairs, socm_cross, paper_route
+    B = [c.astype(dtype) for c in CLOUDS]
+    native = [c.astype(dtype.replace(">", "=").replace("<", "=")) for c in CLOUDS]
+    assert socm_lib.socm(B[0], B[1]) == socm_lib.socm(native[0], native[1])
+    np.testing.assert_array_equal(socm_lib.socm_pairs(B).socm, socm_lib.socm_pairs(native).socm)
+    np.testing.assert_array_equal(socm_lib.socm_cross(B[:2], B[2:]).socm,
+                                  socm_lib.socm_cross(native[:2], native[2:]).socm)
+    np.testing.assert_array_equal(socm_lib.paper_route(B).socm, socm_lib.paper_route(native).socm)
+
+
+def test_quantized_and_nested_tensors_are_refused_with_what_to_pass():
+    import warnings
+
+    x = torch.as_tensor(CLOUDS[0], dtype=torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's notes that quantized and nested tensors are deprecated / prototype
+        quantized = torch.quantize_per_tensor(x, 0.05, 0, torch.qint8)
+        nested = torch.nested.nested_tensor([torch.as_tensor(c) for c in CLOUDS])
+    with pytest.raises(TypeError, match=r"X1 is a quantized tensor \(torch.qint8\).*pass X1.dequantize\(\)"):
+        socm_lib.socm(quantized, CLOUDS[1])  # before: a RuntimeError from deep inside torch
+    assert socm_lib.socm(quantized.dequantize(), CLOUDS[1]).socm > 0
+    with pytest.raises(TypeError, match=r"clouds is a nested tensor; pass its clouds as a list .* clouds.unbind\(\)"):
+        socm_lib.socm_pairs(nested)  # before: "NestedTensorImpl doesn't support sizes. Please file an issue."
+    with pytest.raises(TypeError, match=r"clouds\[1\] is a nested tensor.*clouds\[1\].unbind\(\)"):
+        socm_lib.socm_pairs([CLOUDS[0], nested])
+    assert len(socm_lib.socm_pairs(list(nested.unbind()))) == 6
+
+
+def test_read_lines_takes_paths_and_refuses_other_types(tmp_path):
+    path = _write(tmp_path, "t.txt", b"one\ntwo\n")
+    assert data.read_lines(os.fsencode(path)) == data.read_lines(path) == data.read_lines(str(path)) == ["one", "two"]
+    for bad in (None, 123):  # before: pathlib's "expected str, bytes or os.PathLike object"
+        with pytest.raises(TypeError, match=rf"Text file: the path must be a str or a pathlib.Path, got {bad!r}"):
+            data.read_lines(bad)
+
+
+def test_a_symbolic_link_loop_is_named_as_one(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(OSError, match=r"Text file .*a is a symbolic link loop") as info:
+        data.read_lines(tmp_path / "a")  # before: "Text file not found at ..."
+    assert not isinstance(info.value, FileNotFoundError)
+    (tmp_path / "dangling").symlink_to(tmp_path / "missing.txt")
+    with pytest.raises(FileNotFoundError, match=r"dangling is a symbolic link to .*missing.txt, which does not exist"):
+        data.read_sick(tmp_path / "dangling")
+    with pytest.raises(FileNotFoundError, match=r"STS-B file not found at"):
+        data.read_stsb(tmp_path / "nothing.csv")
+
+
+INVISIBLE = ["\u200b", "\x00", "\x01\x02\x7f", "\ufeff\u200d", " \u2028 "]
+
+
+@pytest.mark.parametrize("text", INVISIBLE + ["   ", ""], ids=ascii)
+def test_texts_without_a_visible_character_are_refused_like_blank_ones(encoder, text):
+    # before: "\u200b", "\x00" and "\x01\x02\x7f" were measured as clouds of special tokens only
+    with pytest.raises(ValueError, match=r"texts\[0\] is empty or whitespace only \(no visible character"):
+        token_embeddings(encoder, [text, "x"])
+    assert checks.has_visible_character("a\u200b") and checks.has_visible_character("\ue000")  # private use: shown
+
+
+@pytest.mark.parametrize("text", INVISIBLE[:-1], ids=ascii)  # the last is whitespace: a blank line, skipped
+def test_read_lines_names_a_line_without_a_visible_character(tmp_path, text):
+    path = _write(tmp_path, "t.txt", f"fine\n{text}x\n{text}\nmore\n".encode("utf-8"))
+    with pytest.raises(ValueError, match=r"t.txt, line 3: no visible character"):
+        data.read_lines(path)
+
+
+def test_a_lone_surrogate_is_refused_not_repaired(encoder):
+    # refused rather than repaired: any repair (U+FFFD, dropping it) would change the text that is measured
+    with pytest.raises(ValueError, match=r"texts\[1\] holds a lone surrogate, U\+D800 at character 1: .*Repair"):
+        token_embeddings(encoder, ["fine", "a\ud800b"])  # before: the tokenizer's TypeError
+    with pytest.raises(ValueError, match=r"U\+DE00 at character 3"):
+        checks.as_texts(["ok \ude00"])
+
+
+def test_an_empty_layer_list_is_refused(encoder):
+    with pytest.raises(ValueError, match=r"layer is an empty list: there is no hidden state to return; .*\(0\.\.6"):
+        token_embeddings(encoder, ["A sentence."], layer=[])  # before: IndexError in extract.py
+
+
+def test_labelled_pair_kinds_must_be_a_collection():
+    with pytest.raises(TypeError, match=r"kinds must be None or a list of kinds such as \['negation'\], got 5"):
+        data.labelled_pairs(kinds=5)  # before: "'int' object is not iterable"
+    # a generator is read once (before: used up by the check, it selected no pair at all)
+    from_generator = data.labelled_pairs(kinds=(k for k in ["negation"]))
+    assert len(from_generator) == len(data.labelled_pairs(["negation"])) > 0
+
+
+def test_encoder_names_are_exact_and_a_wrong_case_gets_a_hint():
+    with pytest.raises(ValueError, match=r"Unknown encoder 'ALL-MINILM-L6'\. Registry names are lower case and "
+                                         r"spelled exactly: did you mean 'all-minilm-l6'\?"):
+        socm_lib.load_encoder("ALL-MINILM-L6")
+    with pytest.raises(ValueError, match=r"Unknown encoder 'no-such-model'\. Use a registry name"):
+        socm_lib.load_encoder("no-such-model")
+
+
+# --------------------------------------------------------------------------- PairResult: indices and empty results
+@pytest.mark.parametrize("index", ["socm", 1.0, True, np.True_, (0, 1), None, np.array([0.5]),
+                                   np.ones((1, 6), dtype=bool)], ids=repr)
+def test_pair_result_refuses_indices_it_cannot_mean(index):
+    result = socm_lib.socm_pairs(CLOUDS, progress=False)
+    # before: "socm" and 1.0 gave numpy's IndexError; True broadcast every array into shape (1, 6)
+    with pytest.raises(TypeError, match=r"index a PairResult by an integer \(one pair\), a slice, a boolean mask"):
+        result[index]
+
+
+def test_pair_result_indices_that_work():
+    result = socm_lib.socm_pairs(CLOUDS, progress=False)
+    assert result[np.array(2)] == result[2]
+    assert len(result[[]]) == 0 and len(result[[0, 5]]) == 2 and len(result[list(result.socm > 0)]) == 6
+    with pytest.raises(IndexError, match="the boolean mask has 2 entries, but the PairResult holds 6 pairs"):
+        result[[True, False]]
+
+
+def test_summary_of_no_pairs_says_so():
+    result = socm_lib.socm_pairs(CLOUDS, progress=False)
+    # before: every figure NaN, with numpy's "Mean of empty slice" warnings
+    with pytest.raises(ValueError, match=r"This PairResult holds no pairs \(a selection that kept none\?\)"):
+        result[result.socm > 99].summary()
+
+
+# --------------------------------------------------------------------------- readers keep their promises
+def test_sick_header_with_a_repeated_column_is_refused(tmp_path):
+    header = SICK_HEADER.replace("\tentailment_judgment", "\tpair_ID")
+    path = _write(tmp_path, "SICK.txt", (header + "1\tA dog runs.\tA dog is running.\t4.5\t7\n").encode())
+    with pytest.raises(ValueError, match=r"SICK.txt: its header names the column\(s\) \['pair_ID'\] more than once"):
+        data.read_sick(path)  # before: the last column's value, and a pandas warning
+
+
+@pytest.mark.parametrize("score", ["-7", "5.2", "-0.001"])
+def test_stsb_scores_outside_0_5_are_refused(tmp_path, score):
+    path = _write(tmp_path, "sts.csv", (STSB_ROW.format(score="0.0") + STSB_ROW.format(score=score)).encode())
+    with pytest.raises(ValueError, match=rf"sts.csv, line 2: the score '{score}' is outside \[0, 5\]"):
+        data.read_stsb(path)  # before: accepted, although the docstring says [0, 5]

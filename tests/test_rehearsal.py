@@ -44,7 +44,7 @@ def test_inject_sets_only_the_parameters_a_notebook_defines():
         nbformat.v4.new_code_cell("ENCODERS = ['a']\nN_TEXTS = 1000  # comment\nSEED = 0", metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell("print(ENCODERS)"),
     ])
-    chosen = rehearse.inject(nb, rehearse.parameters(12))
+    chosen = rehearse.inject(nb, rehearse.parameters(12, Path("out")))
     assert chosen == {"ENCODERS": ["bert", "gte"], "N_TEXTS": 12}
     assert nb.cells[2].metadata["tags"] == ["injected-parameters"] and "ENCODER_A" not in nb.cells[2].source
     namespace = {}
@@ -63,7 +63,8 @@ def test_projection_scales_the_measured_parts(standin_hub):
 
 
 def test_rehearsal_of_notebooks_4_5_6(standin_hub, tmp_path):
-    committed = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (ROOT / "notebooks").glob("nb0[456]_*.ipynb")}
+    committed = {p: hashlib.sha256(p.read_bytes()).hexdigest()
+                 for p in [*(ROOT / "notebooks").glob("nb0[456]_*.ipynb"), *(ROOT / "notebooks" / "explorer").iterdir()]}
     record = rehearse.rehearse(tmp_path / "executed", n_texts=12, with_projection=False)
     assert len(record["notebooks"]) == 3
     for name, entry in record["notebooks"].items():
@@ -79,7 +80,10 @@ def test_rehearsal_of_notebooks_4_5_6(standin_hub, tmp_path):
     nb04 = nbformat.read(tmp_path / "executed" / "nb04_comparator.ipynb", as_version=4)
     assert rehearse.output_counts(nb04)["widgets"] >= 1
     assert nb04.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in committed} == committed  # copies only
+    assert sorted(p.name for p in (tmp_path / "executed" / "explorer").iterdir()) == [
+        "bert.json", "gte.json", "untrained-minilm-l6.json"]  # the stand-ins' results, beside the copies
+    after = [*(ROOT / "notebooks").glob("nb0[456]_*.ipynb"), *(ROOT / "notebooks" / "explorer").iterdir()]
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in after} == committed  # copies only
 
 
 def test_run_notebooks_records_the_snapshot_commit_of_each_hub_model(standin_hub, tmp_path):

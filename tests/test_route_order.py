@@ -1,6 +1,6 @@
 """Which order of a pair the paper's route shifts more depends on the pair (chapter 7, "The route is not symmetric").
 
-By part 1 of ``prop-ch06-regulariser`` the route's excess fidelity involves the second text alone, through
+By part 1 of ``prop-ch07-regulariser`` the route's excess fidelity involves the second text alone, through
 ``eps * B B^T``. With the longer text second, its extra directions add ``sqrt(eps (1 + lambda_m))`` terms; with the
 shorter text second, its eigenvalues enter the roots of the ``s_k`` terms. Real clouds mostly follow the first
 effect; a short, spread text with a long, tight one follows the second. Both orders are checked against the

@@ -29,10 +29,10 @@ def _tags(cell):
 
 
 def _student_edition(notebooks, out):
-    """Run the script as `make student` does; return the written notebooks by file name."""
+    """Run the script as `make student` does; return the written notebooks (in the kit's folder) by file name."""
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), *map(str, notebooks)], check=True,
                    capture_output=True, text=True)
-    return {path.name: nbformat.read(out / path.name, as_version=4) for path in notebooks}
+    return {path.name: nbformat.read(out / KIT / "notebooks" / path.name, as_version=4) for path in notebooks}
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +50,11 @@ def test_every_notebook_has_a_student_edition_and_the_zip_holds_them_all(student
         assert all(n.startswith(f"{KIT}/") for n in names)
         notebooks = sorted(n for n in names if n.endswith(".ipynb"))
         assert notebooks == [f"{KIT}/notebooks/{p.name}" for p in NOTEBOOKS]
-        for name in notebooks:  # the zip holds the student editions, not the originals
-            assert zf.read(name).decode("utf-8") == (out / Path(name).name).read_text(encoding="utf-8")
+        # the zip holds the kit's folder as `make student` writes it, file for file: the student editions, not the
+        # originals, and the data files at their paths
+        assert sorted(names) == sorted(f"{KIT}/{p.relative_to(out / KIT).as_posix()}"
+                                       for p in (out / KIT).rglob("*") if p.is_file())
+        assert all(zf.read(name) == (out / name).read_bytes() for name in names)
         for data in ("benchmarks/results/*.json", "notebooks/execution.json"):
             for path in ROOT.glob(data):
                 assert zf.read(f"{KIT}/{path.relative_to(ROOT).as_posix()}") == path.read_bytes()
@@ -91,6 +94,17 @@ def test_student_editions_keep_every_other_cell_in_order(student_notebooks):
         assert editions[path.name].metadata.kernelspec.name == original.metadata.kernelspec.name
 
 
+def test_student_notebooks_keep_the_kernel_metadata_ipykernel_reports(student_notebooks):
+    """As the editions do (editions.KernelPreprocessor): a cut language_info is filled in by JupyterLab when the
+    kernel connects, which marks the notebook modified the moment a student opens it."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import get_kernel_dict
+
+    for name, nb in student_notebooks[1].items():
+        assert nb.metadata.language_info == IPythonKernel.language_info, name
+        assert nb.metadata.kernelspec.display_name == get_kernel_dict()["display_name"], name
+
+
 def test_student_editions_read_right_and_speak_to_students(student_notebooks):
     _, editions = student_notebooks
     for name, nb in editions.items():
@@ -104,7 +118,8 @@ def test_student_editions_read_right_and_speak_to_students(student_notebooks):
 
 def test_the_kit_runs_unzipped_outside_the_repository(student_notebooks, tmp_path):
     """Unzip the kit in a temporary folder, install its wheel into a folder of its own (the environment's other
-    packages serve as the pinned ones), and execute the light notebooks there: no path leads to the repository."""
+    packages serve as the pinned ones), and execute the light notebooks where its README says, from `notebooks/` of
+    the kit's folder (nb09 reads benchmarks/results/ beside it): no error, no stderr, no path to the repository."""
     out, _ = student_notebooks
     with zipfile.ZipFile(out / ZIP_NAME) as zf:
         zf.extractall(tmp_path)
@@ -125,6 +140,7 @@ def test_the_kit_runs_unzipped_outside_the_repository(student_notebooks, tmp_pat
         ran = nbformat.read(tmp_path / "ran" / name, as_version=4)
         outputs = [o for c in ran.cells if c.cell_type == "code" for o in c.outputs]
         assert outputs and not [o for o in outputs if o.output_type == "error"]
+        assert not [o for o in outputs if o.get("name") == "stderr"], f"{name} wrote to stderr"
         assert str(ROOT) not in json.dumps([o for o in outputs if o.output_type == "stream"]), f"{name} read the repository"
 
 
@@ -140,7 +156,7 @@ def test_on_a_lab_the_solution_goes_and_the_task_and_check_stay(tmp_path):
     assert student.cells.index(task) < student.cells.index(check)
     assert all(c.outputs == [] for c in student.cells if c.cell_type == "code")
     with zipfile.ZipFile(tmp_path / ZIP_NAME) as zf:
-        assert [Path(n).name for n in zf.namelist() if n.endswith(".ipynb")] == [FIXTURE.name]
+        assert [n for n in zf.namelist() if n.endswith(".ipynb")] == [f"{KIT}/notebooks/{FIXTURE.name}"]
 
 
 def test_no_notebook_is_refused(tmp_path):

@@ -79,7 +79,7 @@ ARTIFACTS = {
     "student-book pages": (lambda: _html(BUILD / "student-book" / "html"), lambda: _html(BUILD / "html"), "all"),
     "student-book sources": (lambda: _sources(BUILD / "student-book" / "html"), lambda: _sources(BUILD / "html"),
                              "all"),
-    "student notebooks": (lambda: _notebooks(BUILD / "student", "student"),
+    "student notebooks": (lambda: _notebooks(BUILD / "student" / "socm-book-student" / "notebooks", "student"),
                           lambda: _notebooks(ROOT / "notebooks", "student"), "notebooks"),
     "kit zip": (_kit, None, None),
     "student PDF": (lambda: _pdf("socm-book-student.pdf"), lambda: _pdf("socm-book.pdf"), "all"),

@@ -10,7 +10,7 @@ import torch
 
 import socm_lib
 import socm_lib.cli
-from socm_lib import pairs as engine
+from socm_lib import block_runner, memory
 from socm_lib import summary as summary_module
 from socm_lib.viz import fmt, summary_lines
 
@@ -124,22 +124,22 @@ def test_bad_options(clouds):
 
 def test_socm_pairs_refuses_what_does_not_fit(clouds, monkeypatch):
     n = len(clouds) * (len(clouds) - 1) // 2
-    monkeypatch.setattr(engine, "available_memory", lambda: 10_000_000)  # 10 MB free
+    monkeypatch.setattr(memory, "available_memory", lambda: 10_000_000)  # 10 MB free
     with pytest.raises(MemoryError, match=r"4,005 pairs .*socm_summary.*pairs=\(P, 2\)") as info:
         socm_lib.socm_pairs(clouds, device="cpu")
     assert isinstance(info.value, ValueError)  # also a ValueError, so the CLI reports it as an error
     # the streamed summary needs no per-pair memory
     assert socm_lib.socm_summary(clouds, device="cpu", block_elems=20_000).pairs == n
     # and enough memory lets it through
-    monkeypatch.setattr(engine, "available_memory", lambda: 10**12)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**12)
     assert len(socm_lib.socm_pairs(clouds, device="cpu")) == n
 
 
 def test_memory_estimate_grows_with_the_pairs(clouds):
-    e = engine._engine(clouds, normalize=True, device="cpu", dtype=torch.float64,
-                       backend="auto", bucket_tolerance=0.05)
-    small, big = engine.memory_estimate(1000, e, 1 << 22), engine.memory_estimate(200_000_000, e, 1 << 22)
-    assert big - small == (200_000_000 - 1000) * engine.BYTES_PER_PAIR
+    e = block_runner._engine(clouds, normalize=True, device="cpu", dtype=torch.float64,
+                             backend="auto", bucket_tolerance=0.05)
+    small, big = memory.memory_estimate(1000, e, 1 << 22), memory.memory_estimate(200_000_000, e, 1 << 22)
+    assert big - small == (200_000_000 - 1000) * memory.BYTES_PER_PAIR
     assert big > 16e9  # all pairs of 20,000 texts: 16 GB
 
 
@@ -148,7 +148,7 @@ def test_memory_estimate_grows_with_the_pairs(clouds):
 def test_available_memory_is_at_most_what_the_host_reports():
     with open("/proc/meminfo") as f:
         host = int(next(line for line in f if line.startswith("MemAvailable:")).split()[1]) * 1024
-    free = engine.available_memory()
+    free = memory.available_memory()
     assert free is not None and 0 < free <= 1.05 * host  # a container's limit can only lower it (5%: other work)
 
 

@@ -19,11 +19,14 @@ for an expected value: the values were stored (:func:`key_entry`) when the assig
 process judges the student's answer, read back as plain numbers or strings, against them (:func:`judge_entry`,
 the same judgement and the same line as ``check``).
 
-The form of an answer is judged first, so a malformed answer costs no computation; the expected value is then
-computed once per process (cached) with progress bars off. A task's computation calls
+An answer is first turned into its plain form by :func:`~socm_lib.course.answers.plain_answer` (numbers, strings
+and lists of them: a numpy scalar of any precision, ``np.matrix``, a torch tensor, a pandas ``Series`` or
+``DataFrame``, a tuple, ``[[x]]`` all read as students mean them; whatever cannot be read says why), and only that
+plain form is judged: the grader's kernel reports answers through the same function, so practice and grading
+accept exactly the same answers. The form is judged first, so a malformed answer costs no computation; the
+expected value is then computed once per process (cached) with progress bars off. A task's computation calls
 the library as its notebook does (same encoder, device, texts and options), so after the notebook has run, the
-library's caches of loaded encoders and token clouds (:mod:`socm_lib.memo`) spare it every load and forward pass. An answer is read as students
-hold numbers: Python and numpy scalars, 0-d and one-element numpy arrays and torch tensors.
+library's caches of loaded encoders and token clouds (:mod:`socm_lib.memo`) spare it every load and forward pass.
 
 Kinds of answer (``Task.kind``):
 
@@ -45,6 +48,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+
+from .answers import plain_answer
 
 KINDS = ("number", "array", "integer", "choice", "set")
 CLOSE_RTOL = 0.01  # an answer this close, but outside the task's tolerance, is "close: give more digits"
@@ -166,14 +171,12 @@ class _no_progress:
 
 
 def _numbers(x) -> np.ndarray | None:
-    """``x`` as a float64 array (a torch tensor is detached and moved to the CPU), or None if it holds no numbers."""
-    if isinstance(x, (str, bytes, bool, np.bool_)) or x is None:
+    """A plain answer (:func:`plain_answer`) as a float64 array, or None if it is not numbers of one shape."""
+    if isinstance(x, (str, bool, dict)) or x is None:
         return None
-    if hasattr(x, "detach"):  # a torch tensor
-        x = x.detach().cpu().numpy()
     try:
         a = np.asarray(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # lists of different lengths
         return None
     if a.dtype == object or a.dtype.kind not in "iuf":
         return None
@@ -181,43 +184,52 @@ def _numbers(x) -> np.ndarray | None:
 
 
 def _as_float(x) -> float | None:
-    """One number held as a Python or numpy scalar, or a 0-d or one-element array or tensor; else None."""
+    """One number held as a plain number, or a one-element (nested) list; else None."""
     a = _numbers(x)
     return float(a.reshape(-1)[0]) if a is not None and a.size == 1 else None
 
 
 def _form(task: Task, answer):
-    """The answer normalised for its kind, or ``(None, message)`` saying what form was expected."""
+    """The plain answer normalised for its kind, or ``(None, message)`` saying what form was expected."""
     kind = task.kind
+    if isinstance(answer, dict):  # plain_answer could not read it
+        return None, f"Your answer could not be read: {answer['unreadable']}. {_wanted(task)}"
     if kind == "number":
         a = _as_float(answer)
         if a is None or not math.isfinite(a):
-            return None, "Expected one finite real number (a float, a numpy scalar or a one-element tensor)."
+            return None, _wanted(task)
         return a, ""
     if kind == "integer":
         a = _as_float(answer)
         if a is None or not float(a).is_integer():
-            return None, "Expected a whole number."
+            return None, _wanted(task)
         return int(a), ""
     if kind == "array":
         a = _numbers(answer)
         if a is None:
-            return None, "Expected an array of numbers."
+            return None, _wanted(task)
         if not np.isfinite(a).all():
             return None, "The array holds NaN or inf."
         return a, ""
     if kind == "choice":
         options = {o.strip().lower() for o in task.options}
         if not isinstance(answer, str) or answer.strip().lower() not in options:
-            return None, f"Expected one of {list(task.options)}."
+            return None, _wanted(task)
         return answer.strip().lower(), ""
     # kind == "set"
-    if isinstance(answer, (str, bytes)) or not isinstance(answer, Iterable):
-        return None, "Expected a collection (list or set) of items."
-    items = list(answer)
-    if not all(isinstance(x, str) or (_as_float(x) is not None and float(_as_float(x)).is_integer()) for x in items):
+    if not isinstance(answer, list):
+        return None, _wanted(task)
+    if not all(isinstance(x, str) or (_as_float(x) is not None and float(_as_float(x)).is_integer()) for x in answer):
         return None, "Items must be strings or whole numbers."
-    return {_item(x) for x in items}, ""
+    return {_item(x) for x in answer}, ""
+
+
+def _wanted(task: Task) -> str:
+    """What an answer to ``task`` must look like, said when it does not."""
+    return {"number": "Expected one finite real number (a float, a numpy scalar or a one-element tensor).",
+            "integer": "Expected a whole number.", "array": "Expected an array of numbers.",
+            "choice": f"Expected one of {list(task.options)}.",
+            "set": "Expected a collection (list or set) of items."}[task.kind]
 
 
 def _within(a, e, task: Task, rtol: float) -> bool:
@@ -251,8 +263,10 @@ def _item(x):
 
 
 def _verdict(task: Task, answer, expected: Callable[[], object]) -> Verdict:
-    """Judge ``answer`` to ``task``; ``expected()`` is called only for an answer of the right form."""
-    if answer is None or answer is Ellipsis:
+    """Judge ``answer`` to ``task`` by its plain form (:func:`plain_answer`); ``expected()`` is called only for an
+    answer of the right form."""
+    answer = plain_answer(answer)
+    if answer is None:
         return Verdict(task.id, "unanswered", "Set `answer = ...` in the task cell above, run it, then run this cell.")
     normal, message = _form(task, answer)
     if normal is None:
@@ -291,8 +305,9 @@ def key_entry(task: Task) -> dict:
 
 
 def judge_entry(task_id: str, entry: dict, answer) -> Verdict:
-    """Judge a plain answer (a number, a string, a list, or None) against a stored :func:`key_entry`: the verdict
-    :func:`check` would give, computed from the stored value alone."""
+    """Judge an answer against a stored :func:`key_entry`: the verdict :func:`check` would give, computed from the
+    stored value alone. A grader passes the plain form (:func:`plain_answer`) read back from a kernel as JSON; it
+    is its own plain form, so it is judged exactly as the object it came from."""
     fields = ("kind", "rtol", "atol", "close_rtol", "hint")
     task = Task(id=task_id, question="", expected=lambda: entry["expected"], options=tuple(entry["options"]),
                 **{k: entry[k] for k in fields})

@@ -1,7 +1,7 @@
 r"""The per-pair shift of the paper's regularised route (book, chapter "The paper's own route").
 
 For every pair the route's :math:`d_\Sigma` is low by half its excess fidelity, bounded below by
-:math:`(d - r)\sqrt\varepsilon/2 + \sum_k(\sqrt{s_k^2 + \varepsilon} - s_k)/2` (Proposition ``prop-ch06-regulariser``).
+:math:`(d - r)\sqrt\varepsilon/2 + \sum_k(\sqrt{s_k^2 + \varepsilon} - s_k)/2` (Proposition ``prop-ch07-regulariser``).
 The figure plots, pair by pair, the measured shift (exact minus route) against the leading term
 :math:`(d - r)\sqrt\varepsilon/2`, one colour per set of clouds, with the diagonal on which the lower bound's
 leading term would put them.

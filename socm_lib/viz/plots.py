@@ -24,7 +24,8 @@ from matplotlib.patches import Ellipse
 from scipy.stats import chi2
 
 from ..checks import as_int
-from ..pairs import PairResult, socm
+from ..pairs import socm
+from ..results import PairResult
 from ..stats import cloud_covariance
 from .display import fixed
 
@@ -93,7 +94,7 @@ def socm_surface(ax=None, points=None, *, d_sigma_max: float | None = None, leve
                  figsize=(5.6, 4.4)):
     r"""Contours of :math:`\mathrm{SOCM}=(1-d_\mu)d_\Sigma` for :math:`d_\mu \in [0,1]`, :math:`d_\Sigma \in [0, b]`.
 
-    ``points`` overlays measured pairs: a :class:`~socm_lib.pairs.PairResult`, or a mapping
+    ``points`` overlays measured pairs: a :class:`~socm_lib.results.PairResult`, or a mapping
     ``{label: (d_mu, d_sigma)}`` whose values are numbers or arrays. ``d_sigma_max`` (``b``) defaults to
     1, or to the largest :math:`d_\Sigma` among the points (times 1.05) when that is larger.
     Returns the Figure (main axes plus a colour bar labelled "SOCM").
@@ -314,7 +315,7 @@ def scatter_dmu_dsigma_grid(results: Mapping, *, max_points: int = 20_000, seed:
                             density: bool = True, panel_size=(6.2, 5.6)):
     r"""One :func:`scatter_dmu_dsigma` panel per run, side by side (e.g. one per encoder, for a chapter figure).
 
-    ``results`` maps a label (encoder name) to a :class:`~socm_lib.pairs.PairResult`; each panel is titled
+    ``results`` maps a label (encoder name) to a :class:`~socm_lib.results.PairResult`; each panel is titled
     by its label and the number of pairs drawn. ``density`` defaults to ``True`` here.
     """
     if not isinstance(results, Mapping) or not results:

@@ -8,7 +8,9 @@ no new forward pass.
 
 An encoder that cannot be loaded here (no network, or code from its model repository that must be
 trusted explicitly) does not break the widget: its Output shows which model failed, why, and how to
-run it (Colab), and every control keeps working.
+run it (Colab), and every control keeps working. Where the Hugging Face Hub cannot be reached, the encoders that
+would need it are marked so in the menus. Every control is a labelled form field (menus and number boxes; a
+slider's handle has no accessible name).
 """
 
 from __future__ import annotations
@@ -25,15 +27,18 @@ import numpy as np
 
 from ..checks import as_device, as_texts
 from ..data import corpus, labelled_pairs, read_stsb, sample_texts, shared_data_dir
-from ..encoders import REGISTRY, Encoder, ModelUnavailableError, load_encoder
+from ..encoders import (OFFLINE_ENCODERS, REGISTRY, Encoder, ModelUnavailableError, hub_reachable, load_encoder,
+                        needs_network)
 from ..extract import token_embeddings
-from ..pairs import PairResult, socm_pairs
+from ..pairs import socm_pairs
+from ..results import PairResult
 from .display import fixed, fmt
 
-#: The encoders that work offline anywhere, offered first: two contrastive encoders that collapse very
-#: differently (the default pair) and the untrained control.
-OFFLINE = ("all-minilm-l6", "multilingual-e5-small-4bit", "untrained-minilm-l6")
-DEFAULT_A, DEFAULT_B = OFFLINE[0], OFFLINE[1]
+#: The default pair: two offline contrastive encoders that collapse very differently. The menus offer the
+#: offline encoders (socm_lib.encoders.OFFLINE_ENCODERS) first.
+DEFAULT_A, DEFAULT_B = "all-minilm-l6", "multilingual-e5-small-4bit"
+#: How an encoder that needs the Hub is marked in the menus when the Hub cannot be reached.
+NEEDS_NETWORK = " (needs a network)"
 DEFAULT_N_TEXTS = 120
 MAX_N_TEXTS = 500
 
@@ -114,14 +119,16 @@ def _clouds(encoder, texts: list[str]) -> list[np.ndarray]:
 
 
 def unavailable_message(name: str, exc: BaseException) -> str:
-    """A message saying which encoder could not be loaded, why, and how to run it."""
+    """A message saying which encoder could not be loaded, why, and how to run it (the library's error names the
+    offline encoders; the advice fits where the comparator runs: Colab, or JupyterLab and other local kernels)."""
     spec = REGISTRY.get(name)
     what = f"{name!r} ({spec.hf_id})" if spec is not None and spec.hf_id else repr(name)
-    how = (
-        "To compare it, open this notebook in Google Colab (rocket button at the top of the page), where the "
-        "Hugging Face Hub can be reached, and pick it there. Offline encoders that work anywhere: "
-        + ", ".join(repr(n) for n in OFFLINE) + "."
-    )
+    if "google.colab" in sys.modules:
+        how = ("This Colab session could not reach the Hugging Face Hub: check its connection and pick the encoder "
+               "again.")
+    else:
+        how = ("To compare it, run this notebook where the Hugging Face Hub can be reached, for example in Google "
+               "Colab: the page of this notebook in the online book has a launch button that opens it there.")
     if spec is not None and spec.needs_remote_code:
         how = (
             "This widget does not run code from model repositories. If you trust that repository, load it yourself "
@@ -215,6 +222,14 @@ def compare(encoder_a, encoder_b, texts, *, device=None) -> Comparison:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def encoder_options() -> list[tuple[str, str]]:
+    """The comparator's menu of encoders, ``(label, name)``: the offline ones first, then the registry's others,
+    each marked :data:`NEEDS_NETWORK` when the Hub cannot be reached from here and its files are not cached."""
+    names = list(OFFLINE_ENCODERS) + [n for n in REGISTRY if n not in OFFLINE_ENCODERS]
+    offline = not hub_reachable()
+    return [(n + NEEDS_NETWORK if offline and needs_network(n) else n, n) for n in names]
+
+
 def enable_colab_widgets() -> bool:
     """In Google Colab, switch on its custom widget manager (needed for ipywidgets 8); elsewhere do nothing.
 
@@ -231,12 +246,13 @@ def enable_colab_widgets() -> bool:
 class Comparator:
     """Two encoders side by side on the same texts: average SOCM, scatter plots, one pair, extreme pairs.
 
-    Controls: ``encoder_a``, ``encoder_b`` (registry names), ``source`` (text source), ``n_texts`` (sample
-    size), ``pair`` (rank of a pair by encoder A's SOCM, 0 = highest). Every change re-renders ``out``. For
-    headless use and tests, each render records ``last_summary`` (text of the averages, or ``None`` after an
-    error), ``last_error`` (the message shown, or ``None``), ``last_pair`` (the texts' indices ``(i, j)``),
-    ``last_table`` (the extreme-pairs DataFrame) and ``last_html`` (the HTML shown); ``out.outputs`` holds
-    exactly one output after each render. ``show_figures=False`` skips the figures.
+    Controls: ``encoder_a``, ``encoder_b`` (menus of registry names, :func:`encoder_options`), ``source`` (menu of
+    text sources), ``n_texts`` (number box: sample size), ``pair`` (number box: rank of a pair by encoder A's SOCM,
+    0 = highest). Every change re-renders ``out``. For headless use and tests, each render records
+    ``last_summary`` (text of the averages, or ``None`` after an error), ``last_error`` (the message shown, or
+    ``None``), ``last_pair`` (the texts' indices ``(i, j)``), ``last_table`` (the extreme-pairs DataFrame) and
+    ``last_html`` (the HTML shown); ``out.outputs`` holds exactly one output after each render.
+    ``show_figures=False`` skips the figures.
     """
 
     def __init__(self, encoder_a: str = DEFAULT_A, encoder_b: str = DEFAULT_B, *, source: str = "corpus",
@@ -244,25 +260,27 @@ class Comparator:
         import ipywidgets as w
 
         enable_colab_widgets()  # before any widget exists, so Colab renders them with its ipywidgets 8 manager
-        names = list(OFFLINE) + [n for n in REGISTRY if n not in OFFLINE]
         sources = available_sources()
         if source not in sources:
             raise ValueError(f"Text source {source!r} is not available here; choose from {list(sources)}.")
         self.seed, self.device, self.show_figures = seed, device, show_figures
-        style = {"description_width": "initial"}
-        self.encoder_a = w.Dropdown(options=names, value=encoder_a, description="encoder A", style=style)
-        self.encoder_b = w.Dropdown(options=names, value=encoder_b, description="encoder B", style=style)
+        # labels never cut: each control as wide as its label and value, the rows wrapping where space runs out
+        style, fit = {"description_width": "initial"}, {"width": "auto"}
+        names = encoder_options()
+        self.encoder_a = w.Dropdown(options=names, value=encoder_a, description="encoder A", style=style, layout=fit)
+        self.encoder_b = w.Dropdown(options=names, value=encoder_b, description="encoder B", style=style, layout=fit)
         self.source = w.Dropdown(options=[(label, key) for key, label in sources.items()], value=source,
-                                 description="texts", style=style)
+                                 description="texts", style=style, layout=fit)
         top = min(MAX_N_TEXTS, source_size(source))
-        self.n_texts = w.IntSlider(value=min(int(n_texts), top), min=10, max=top, step=10, continuous_update=False,
-                                   description="sample size", style=style)
-        self.pair = w.IntSlider(value=0, min=0, max=1, continuous_update=False,
-                                description="pair (rank by A's SOCM)", style=style)
+        self.n_texts = w.BoundedIntText(value=min(int(n_texts), top), min=10, max=top, step=10,
+                                        description="sample size", style=style, layout={"width": "12em"})
+        self.pair = w.BoundedIntText(value=0, min=0, max=1, description="pair (rank by A's SOCM)", style=style,
+                                     layout={"width": "16em"})
         self.out = w.Output()
+        wrap = {"flex_flow": "row wrap"}
         self.widget = w.VBox([
-            w.HBox([self.encoder_a, self.encoder_b]),
-            w.HBox([self.source, self.n_texts]),
+            w.HBox([self.encoder_a, self.encoder_b], layout=wrap),
+            w.HBox([self.source, self.n_texts], layout=wrap),
             self.pair,
             self.out,
         ])
@@ -350,9 +368,11 @@ class Comparator:
         """
         self.renders += 1
         self.pair.disabled = self.comparison is None
-        if self.comparison is None:
+        if self.comparison is None:  # HTML paragraphs: a text output would break its lines inside words
             self.last_summary, self.last_pair, self.last_table, self.last_html = None, None, None, None
-            self._show({"output_type": "stream", "name": "stdout", "text": self.last_error + "\n"})
+            paragraphs = "".join(f"<p>{html.escape(line)}</p>" for line in self.last_error.splitlines())
+            self._show({"output_type": "display_data", "metadata": {},
+                        "data": {"text/html": paragraphs, "text/plain": self.last_error}})
             return
         from .plots import extreme_pairs_table
 

@@ -1,0 +1,47 @@
+"""The book's renderer of Vega-Lite outputs (the explorer of notebook 4): a myst-nb MIME render plugin.
+
+myst-nb, which builds the book's notebook pages, shows one MIME type of each output, by priority, and has no
+renderer for Vega-Lite. This plugin, registered under myst-nb's entry point group ``myst_nb.mime_renderers`` in
+``pyproject.toml``, puts :data:`VEGALITE_MIME` first for HTML builds and writes each such
+output into the page as its specification, JSON in a ``<script type="application/json">`` inside a
+``<div class="vega-lite-chart">``. To the pages that hold one it adds the scripts that draw it, from the book's own
+``_static/``: Vega, Vega-Lite and vega-embed (``vega/``, fetched at pinned versions by ``scripts/fetch_assets.sh``),
+then ``vega_charts.js`` (``book/_static/``), which hands each specification to vega-embed. Loaded before RequireJS
+(the widgets' loader), they define their globals instead of registering as AMD modules. A page opened from disk
+(``file://``) can load scripts but not fetch data files: the data travel inside the specification.
+"""
+
+from __future__ import annotations
+
+import json
+
+#: The MIME type of the Vega-Lite major that JupyterLab 4 draws natively (Altair 5 writes its specs).
+VEGALITE_MIME = "application/vnd.vegalite.v5+json"
+#: Scripts a page with a chart loads, relative to ``_static/``, in this order.
+SCRIPTS = ("vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js", "vega_charts.js")
+#: Sphinx's priority for them: below the default (500) of the widgets' RequireJS, so they load first.
+PRIORITY = 400
+
+
+def chart_html(spec: dict) -> str:
+    """The page's form of a Vega-Lite output: its specification as JSON, in a div that ``vega_charts.js`` fills."""
+    text = json.dumps(spec, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    return f'<div class="vega-lite-chart"><script type="application/json">{text}</script></div>'
+
+
+class VegaLiteRenderer:
+    """myst-nb's MIME render plugin protocol (``myst_nb.core.render.MimeRenderPlugin``) for Vega-Lite 5."""
+
+    mime_priority_overrides = [("html", VEGALITE_MIME, 5), ("dirhtml", VEGALITE_MIME, 5),
+                               ("singlehtml", VEGALITE_MIME, 5)]
+
+    @staticmethod
+    def handle_mime(renderer, data, inline: bool):
+        if inline or data.mime_type != VEGALITE_MIME:
+            return None
+        from docutils import nodes
+
+        spec = data.content if isinstance(data.content, dict) else json.loads(data.content)
+        for k, script in enumerate(SCRIPTS):
+            renderer.add_js_file(f"vega_lite_{k}", script, {"priority": PRIORITY})
+        return [nodes.raw("", chart_html(spec), format="html", classes=["output", "vega-lite"])]
