@@ -22,7 +22,9 @@ import pytest
 from notebook_cells import NOTEBOOKS, ROOT, read
 from test_notebook_prose import glued_values
 
-PAGES = sorted((ROOT / "book").glob("*.md")) + sorted((ROOT / "book").glob("*.ipynb")) + NOTEBOOKS
+#: Every page of the book, every notebook, and the README that introduces the encoders.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "book").glob("*.md")), *sorted((ROOT / "book").glob("*.ipynb")),
+         *NOTEBOOKS]
 #: How the prose names each offline encoder whose corpus average notebook 5 glues as ``nb05_mean_socm_<key>_corpus``.
 NAMES = {
     "minilm": ("all-MiniLM-L6-v2", "all-minilm-l6"),
