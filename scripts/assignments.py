@@ -34,7 +34,7 @@ from nbformat.v4 import new_markdown_cell
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import editions  # noqa: E402
 import student_edition  # noqa: E402
-from grade import CHECK  # noqa: E402
+from grade_cells import checks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 POINTS = {"checked": 5, "open": 10}  # a task with a definite answer; an open task (the teaching page's rubric)
@@ -43,10 +43,11 @@ SELF_CHECK = re.compile(r"""^\s*check\(\s*["']nb\d\d\.\d+["']\s*,\s*solution\s*\
 README = """# Autograder of {lab}
 
 For the instructor only: `key.json` holds the expected values. Grade the collected notebooks from the repository
-of the book, in its environment (`make venv`), on Linux with bubblewrap (package `bubblewrap`), each submission alone
-in its sandbox, as many at once as the machine has cores (elsewhere it refuses to grade and says what is missing):
+of the book, in its environment (`make venv`), on Linux with bubblewrap and libseccomp (packages `bubblewrap` and
+`libseccomp2`), each submission alone in its sandbox, as many at once as the machine has cores (elsewhere it refuses
+to grade and says what is missing); keep `graded/` out of the submissions' folder:
 
-    .venv/bin/python scripts/grade.py --key {zip} --out graded/ --jobs 2 submissions/*/{lab}.ipynb
+    .venv/bin/python scripts/grade.py --key {zip} --out graded/ --jobs 2 -- submissions/*/{lab}.ipynb
 
 `{solution}` is a solved copy: it scores {total} of {total} points.
 """
@@ -78,8 +79,8 @@ def tasks(nb: nbformat.NotebookNode) -> list[dict]:
         if "task" in _tags(cell):
             statement = max(k for k in range(i) if nb.cells[k].cell_type == "markdown")
             after = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
-            match = CHECK.search(after.source) if after is not None and after.cell_type == "code" else None
-            found.append({"statement": statement, "task": i, "id": match.group(1) if match else None})
+            ids = checks(after.source) if after is not None and after.cell_type == "code" else []
+            found.append({"statement": statement, "task": i, "id": ids[0] if ids else None})
     if not found:
         raise ValueError("the notebook has no task cell (tag 'task') to build an assignment from")
     return found
