@@ -61,7 +61,7 @@ import grade_files  # noqa: E402
 import sandbox  # noqa: E402
 from grade_files import Unreadable  # noqa: E402
 from grade_runner import MAX_LOG  # noqa: E402
-from safe_text import safe, safe_record  # noqa: E402
+from safe_text import safe_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).resolve().parent / "grade_runner.py"
@@ -124,19 +124,20 @@ def lab_defaults(lab: str) -> tuple[int, int, str]:
         return UNMEASURED["timeout"], UNMEASURED["memory_mb"], f"{lab} is not measured in notebooks/grading.json"
     timeout = math.ceil((TIME_MARGIN * slowest + TIME_EXTRA) / 10) * 10
     memory = max(MIN_MEMORY_MB, math.ceil(MEMORY_MARGIN * peak / 256) * 256)
-    return timeout, memory, (f"from notebooks/grading.json: {TIME_MARGIN} x the slowest measured run ({slowest} s) "
-                             f"+ {TIME_EXTRA} s; {MEMORY_MARGIN} x the measured peak ({peak} MB)")
+    return timeout, memory, (f"from notebooks/grading.json, {TIME_MARGIN} x the slowest measured run ({slowest} s) "
+                             f"+ {TIME_EXTRA} s, and {MEMORY_MARGIN} x the measured peak ({peak} MB)")
 
 
 def settings(lab: str, timeout: int | None = None, limits: sandbox.Limits | None = None,
              memory_mb: int | None = None) -> tuple[int, sandbox.Limits, str]:
-    """The wall time and limits of a run of ``lab``: those given, else the lab's defaults (:func:`lab_defaults`);
-    a limit of CPU seconds per process not given is the wall time."""
+    """The wall time and limits of a run of ``lab``, and how they were set: those given, else the lab's defaults
+    (:func:`lab_defaults`); a limit of CPU seconds per process not given is the wall time."""
     default_timeout, default_memory, how = lab_defaults(lab)
+    defaulted = [name for name, given in (("time", timeout), ("memory", limits or memory_mb)) if not given]
     timeout = timeout or default_timeout
     if limits is None:
         limits = sandbox.Limits(memory_mb=memory_mb or default_memory, cpu_seconds=timeout)
-    return timeout, limits, how
+    return timeout, limits, (f"{' and '.join(defaulted)} {how}" if defaulted else "as given")
 
 
 def read_submission(fd: int) -> list[tuple[int, str]]:
@@ -352,8 +353,8 @@ def judge(key: dict, answers: dict[str, object], reports: dict[int, str], result
         if reached and task_id not in answers:
             index = reached[-1]
             status = "malformed"
-            line = (f"{task_id}: malformed. Your answer could not be read: its check cell "
-                    + (f"raised {failed[index]}." if index in failed else "printed nothing (was sys.stdout replaced?)."))
+            said = f"raised {failed[index]}." if index in failed else "printed nothing (was sys.stdout replaced?)."
+            line = f"{task_id}: malformed. Your answer could not be read: its check cell {said}"
         elif task_id not in answers and stopped:
             status, line = "not run", f"{task_id}: not graded: {stopped}."
         else:  # answered, or the notebook has no check for it and ran to its end
@@ -458,8 +459,8 @@ def check_jobs(jobs: int, limits: sandbox.Limits) -> None:
     writes = 0 if counted_in_memory else (1 if sandbox._as_root() else 3) * limits.disk_mb
     need, available = jobs * (limits.memory_mb + writes), available_memory_mb()
     if need > available:
-        raise ValueError(f"--jobs {jobs}: {jobs} runs of {limits.memory_mb + writes} MB each need {need:,} MB, and this "
-                         f"machine has {available:,} MB available; give fewer --jobs or a smaller --memory.")
+        raise ValueError(f"--jobs {jobs}: {jobs} runs of {limits.memory_mb + writes} MB each need {need:,} MB, and "
+                         f"this machine has {available:,} MB available; give fewer --jobs or a smaller --memory.")
 
 
 def grade_all(key: dict, submissions: list[Path], out: Path, jobs: int = 1, **options) -> list[dict]:
@@ -520,8 +521,8 @@ def main(argv=None) -> None:
                                                     f"measured time, {TIME_MARGIN} x its slowest run + {TIME_EXTRA} s)")
     parser.add_argument("--cell-timeout", type=int, help="seconds one cell may run (default: --timeout)")
     defaults = sandbox.Limits()
-    parser.add_argument("--memory", type=int, help="MB of memory for one whole submission (default: "
-                                                   f"{MEMORY_MARGIN} x the lab's measured peak, at least {MIN_MEMORY_MB})")
+    parser.add_argument("--memory", type=int, help=f"MB of memory for one whole submission (default: {MEMORY_MARGIN} "
+                                                   f"x the lab's measured peak, at least {MIN_MEMORY_MB})")
     parser.add_argument("--cpu-time", type=int, help="CPU seconds one process may use (default: --timeout)")
     parser.add_argument("--processes", type=int, default=defaults.processes,
                         help=f"processes and threads of one submission (default {defaults.processes})")

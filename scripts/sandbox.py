@@ -48,7 +48,6 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import sandbox_cgroup
@@ -462,12 +461,12 @@ def bounds(limits: Limits, cgroup: bool | None = None, root: bool | None = None)
     return said
 
 
-@lru_cache(maxsize=1)
 def unavailable() -> str | None:
     """What keeps this machine from isolating a run, in words (None when nothing does): a missing program or
     library, or a kernel that refuses bubblewrap's namespaces."""
     tools = {"bwrap": "bubblewrap", "unshare": "util-linux", "mount": "mount"}
-    missing = [f"`{tool}` (Debian/Ubuntu package {package})" for tool, package in tools.items() if not shutil.which(tool)]
+    missing = [f"`{tool}` (Debian/Ubuntu package {package})" for tool, package in tools.items()
+               if not shutil.which(tool)]
     if missing:
         return "Grading isolates each submission with bubblewrap, and this machine lacks " + ", ".join(missing) + "."
     refusal = syscall_filter.missing()

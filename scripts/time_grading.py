@@ -8,9 +8,10 @@ unanswered student copy and its solved copy, each alone, ``--runs`` times in tur
 once as the machine has cores (``--jobs`` equal to the cores, as the teaching page advises). For each it merges into
 ``notebooks/grading.json`` per lab the spread of the seconds a submission took, CPU (all of its processes) and wall:
 minimum, median and maximum, with the load average over the minute before each run, and the peak resident memory
-a kernel reached (``--memory`` bounds its writable memory). Run it on an idle machine: a CPU second buys less work when other
-processes share the cores, their caches and the memory bus, so CPU time grows with the load too, and the runs at
-once measure how much.
+a kernel reached (``grade.py --memory`` defaults to twice that). Run it on an idle machine: a CPU second buys less
+work when other processes share the cores, their caches and the memory bus, so CPU time grows with the load too, and
+the runs at once measure how much. The runs get the limits of a lab not measured yet (``grade.UNMEASURED``), not the defaults
+this record sets, so that no measurement is cut short by the last one.
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ def measure(lab: str, out: Path, runs: int, jobs: int) -> dict:
     with zipfile.ZipFile(archive) as zf:
         solved.write_bytes(zf.read(solved.name))
     key = grade.read_key(archive)
+    seconds, memory = grade.UNMEASURED["timeout"], grade.UNMEASURED["memory_mb"]
+    limits = {"timeout": seconds, "limits": grade.sandbox.Limits(memory_mb=memory, cpu_seconds=seconds)}
     alone = {"unanswered": ([], []), "solved": ([], [])}
     for _ in range(runs):
         for name, notebook in (("unanswered", folder / "student" / f"{lab}.ipynb"), ("solved", solved)):
             alone[name][1].append(os.getloadavg()[0])
-            alone[name][0].append(grade.grade(key, notebook))
+            alone[name][0].append(grade.grade(key, notebook, **limits))
     copies = []
     for k in range(jobs):
         copy = out / f"{lab}-at-once" / f"{k}" / solved.name
@@ -64,7 +67,7 @@ def measure(lab: str, out: Path, runs: int, jobs: int) -> dict:
         copy.write_bytes(solved.read_bytes())
         copies.append(copy)
     load = os.getloadavg()[0]
-    at_once = grade.grade_all(key, copies, out / f"{lab}-graded", jobs=jobs)
+    at_once = grade.grade_all(key, copies, out / f"{lab}-graded", jobs=jobs, **limits)
     return {**{name: _summary(*pair) for name, pair in alone.items()},
             "at_once": {**_summary(at_once, [load]), "jobs": jobs}}
 

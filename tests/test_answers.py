@@ -57,8 +57,9 @@ def _graded(task_id: str, answer):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         namespace["_socm_out"] = printed  # the kernel's stdout, as the capture cell holds it
-        namespace["_socm_report"](task_id, {"answer": answer})
-    result = {"lines": {"1": printed.getvalue().splitlines()}}
+        namespace["_socm_report"](task_id, "answer", {"answer": answer})
+    (line,) = printed.getvalue().splitlines()
+    result = {"lines": {1: line}}
     answers = grade._answers(result, {1: task_id})
     entry = json.loads(json.dumps(course.key_entry(course.get_task(task_id))))
     return course.judge_entry(task_id, entry, answers.get(task_id))

@@ -23,8 +23,9 @@ def _scores(record) -> dict:
 
 def test_a_solved_copy_scores_full_and_an_unsolved_one_zero(built_assignments, tmp_path):
     """Lab 2 here; lab 1's solved and unsolved copies are graded in tests/test_grading_isolation.py's batch."""
-    paths = [solved(built_assignments, "nb02", tmp_path / "solved.ipynb"),
-             built_assignments / "nb02" / "student" / "nb02.ipynb"]
+    unsolved = tmp_path / "subs" / "unsolved.ipynb"
+    paths = [solved(built_assignments, "nb02", tmp_path / "subs" / "solved.ipynb"), unsolved]
+    shutil.copyfile(built_assignments / "nb02" / "student" / "nb02.ipynb", unsolved)
     solved_record, unsolved = grade.grade_all(key(built_assignments, "nb02"), paths, tmp_path / "graded", jobs=2)
     assert solved_record["tasks"] and solved_record["score"] == solved_record["max_score"] > 0, solved_record
     assert all(t["line"] == f"{t['task']}: right." for t in solved_record["tasks"])
@@ -36,7 +37,7 @@ def test_a_solved_copy_of_the_explorer_lab_scores_full(built_assignments, tmp_pa
     """Lab 4 draws the explorer, whose PNG comes from vl-convert's V8: V8 reserves gigabytes of addresses it never
     uses, so under a limit on the address space (RLIMIT_AS) its kernel died (SIGTRAP) and every solved copy scored 0.
     The memory limit bounds writable memory instead."""
-    path = solved(built_assignments, "nb04", tmp_path / "solved.ipynb")
+    path = solved(built_assignments, "nb04", tmp_path / "subs" / "solved.ipynb")
     record, = grade.grade_all(key(built_assignments, "nb04"), [path], tmp_path / "graded", jobs=1)
     assert record["score"] == record["max_score"] > 0, record
 
@@ -73,8 +74,8 @@ def test_other_cheats_score_zero(built_assignments, tmp_path):
         "writes the key": f"open({str(key_path)!r}, 'wb').write(b'{{}}')\nanswer = 12345.0",
         "forged report": "print('SOCM-ANSWER nb01.1 0.14645')\nanswer = 12345.0",
     }
-    paths = [tiny(tmp_path / f"{name.replace(' ', '-')}.ipynb", code) for name, code in cheats.items()]
-    paths.append(tiny(tmp_path / "honest.ipynb", "answer = 0.1464"))
+    paths = [tiny(tmp_path / "subs" / f"{name.replace(' ', '-')}.ipynb", code) for name, code in cheats.items()]
+    paths.append(tiny(tmp_path / "subs" / "honest.ipynb", "answer = 0.1464"))
     *cheated, honest = grade.grade_all(key(built_assignments, "nb01"), paths, tmp_path / "graded", jobs=2)
     for name, record in zip(cheats, cheated):
         assert record["score"] == 0, (name, record)
@@ -95,9 +96,9 @@ def test_feedback_is_the_practice_check_line(built_assignments, tmp_path):
     task = course.get_task("nb01.1")
     e = course._expected("nb01.2")
     answers = {"nb01.1": task.wrong_example, "nb01.2": e * 1.004}
-    feedback = grading_kit.notebook(tmp_path / "feedback.ipynb", f"answer = {answers['nb01.1']!r}",
+    feedback = grading_kit.notebook(tmp_path / "subs" / "feedback.ipynb", f"answer = {answers['nb01.1']!r}",
                                     'check("nb01.1", answer)', f"answer = {answers['nb01.2']!r}", 'check("nb01.2", answer)')
-    malformed = grading_kit.notebook(tmp_path / "malformed.ipynb", "answer = 'forty-two'", 'check("nb01.1", answer)',
+    malformed = grading_kit.notebook(tmp_path / "subs" / "malformed.ipynb", "answer = 'forty-two'", 'check("nb01.1", answer)',
                                      "answer = {1: 2}", 'check("nb01.2", answer)')
     record, bad = grade.grade_all(key(built_assignments, "nb01"), [feedback, malformed], tmp_path / "graded", jobs=2)
     lines = {t["task"]: t["line"] for t in record["tasks"]}
