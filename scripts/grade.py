@@ -451,15 +451,14 @@ def available_memory_mb() -> int:
 
 
 def check_jobs(jobs: int, limits: sandbox.Limits) -> None:
-    """Raise ValueError unless ``jobs`` runs at once fit this machine's available memory, each with its whole
-    budget (its memory, and its in-memory file system where no cgroup counts that in the memory)."""
+    """Raise ValueError unless ``jobs`` runs at once fit this machine's available memory, each with all it may take
+    (:func:`sandbox.memory_per_run_mb`)."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a whole number of at least 1; got {jobs!r}.")
-    counted_in_memory = sandbox._as_root() and sandbox.sandbox_cgroup.unavailable() is None
-    writes = 0 if counted_in_memory else (1 if sandbox._as_root() else 3) * limits.disk_mb
-    need, available = jobs * (limits.memory_mb + writes), available_memory_mb()
+    each = sandbox.memory_per_run_mb(limits)
+    need, available = jobs * each, available_memory_mb()
     if need > available:
-        raise ValueError(f"--jobs {jobs}: {jobs} runs of {limits.memory_mb + writes} MB each need {need:,} MB, and "
+        raise ValueError(f"--jobs {jobs}: {jobs} runs of {each:,} MB each need {need:,} MB, and "
                          f"this machine has {available:,} MB available; give fewer --jobs or a smaller --memory.")
 
 

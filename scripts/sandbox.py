@@ -65,6 +65,7 @@ ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alterna
 INIT = Path(__file__).resolve().parent / "sandbox_init.py"
 INIT_FILES = (INIT, Path(syscall_filter.__file__).resolve())
 GRADER_DIR = "/grader"  # where the init (and the caller's programs) are, read-only, in the sandbox
+TOOLS_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # where bwrap, unshare and mount are looked for
 PYTHON = os.path.normpath(os.path.abspath(sys.executable))  # this Python, as the sandbox sees it too
 #: Mounts the run's file system in a mount namespace of its own (see :func:`_prepare`), then becomes bwrap.
 PREPARE = r'''set -e
@@ -365,7 +366,7 @@ def run(layout: Layout, limits: Limits, argv: list[str], timeout: float, pass_fd
         process = subprocess.Popen([*cmd[:at + 1], "--info-fd", str(info_write), *cmd[at + 1:]],
                                    pass_fds=[info_write, *pass_fds], stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, umask=0o022)
+                                   env={"PATH": TOOLS_PATH}, umask=0o022)
         os.close(info_write)
         pidfd = _first_process(info_read, timeout)
         if pidfd is not None:
@@ -415,6 +416,15 @@ def _first_process(info: int, timeout: float) -> int | None:
         return os.pidfd_open(int(json.loads(text)["child-pid"]))
     except (ValueError, KeyError, TypeError, OSError):
         return None
+
+
+def memory_per_run_mb(limits: Limits) -> int:
+    """The most memory one run may take on this machine: its budget, plus its in-memory files where no cgroup counts
+    them in its memory (one file system where the grader is root, three otherwise)."""
+    root = _as_root()
+    if root and sandbox_cgroup.unavailable() is None:
+        return limits.memory_mb
+    return limits.memory_mb + (1 if root else 3) * limits.disk_mb
 
 
 def bounds(limits: Limits, cgroup: bool | None = None, root: bool | None = None) -> dict[str, str]:
@@ -473,12 +483,15 @@ def unavailable() -> str | None:
     if refusal:
         return refusal
     try:
-        outcome = run(Layout(), Limits(), ["/bin/true"], timeout=120)
-    except (OSError, RuntimeError) as error:
+        with _box(Limits()) as box:
+            probe = command(Layout(), Limits(), ["/bin/true"], box)
+            result = subprocess.run(probe, capture_output=True, text=True, timeout=120, env={"PATH": TOOLS_PATH})
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
         return f"Grading could not prepare a sandbox here ({type(error).__name__}: {str(error)[:300]})."
-    if outcome.status != 0:
-        return ("Grading isolates each submission with bubblewrap, which could not create its sandbox here. "
+    if result.returncode != 0:
+        said = (result.stderr.strip().splitlines() or ["no message"])[-1][:300]
+        return (f"Grading isolates each submission with bubblewrap, which could not create its sandbox here ({said}). "
                 "Unprivileged user namespaces may be disabled (sysctls user.max_user_namespaces, "
-                "kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns); run the grader as "
-                "root, or allow them.")
+                "kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns), or, in a "
+                "container, mounts refused; run the grader as root on the machine itself, or allow them.")
     return None

@@ -84,7 +84,8 @@ class RunGroup:
 
     @classmethod
     def create(cls, name: str, memory_mb: int, processes: int, cores: int) -> "RunGroup":
-        """Make the groups ``name`` with the run's bounds; raises OSError where a hierarchy refuses."""
+        """Make the groups ``name`` with the run's bounds (an empty group of that name, left by a grader that died, is
+        removed first); raises OSError where a hierarchy refuses."""
         mounts, own = _mounts(), _own()
         missing = [c for c in CONTROLLERS if c not in mounts or c not in own]
         if missing:
@@ -93,6 +94,7 @@ class RunGroup:
         group = cls(folders)
         try:
             for folder in dict.fromkeys(folders.values()):
+                remove_folder(folder)
                 folder.mkdir()
             memory = folders["memory"]
             _write(memory / "memory.limit_in_bytes", memory_mb * 2**20)

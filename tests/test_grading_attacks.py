@@ -258,18 +258,25 @@ def test_memory_cores_bytes_and_files_are_bounded_per_run_and_classmates_score_r
         assert os.listdir(box) == [] and not os.path.ismount(box)
 
 
-def test_without_a_cgroup_the_record_claims_no_bound_that_does_not_hold(tmp_path, monkeypatch):
+@pytest.mark.parametrize("root", [True, False], ids=["root", "user namespace"])
+def test_without_a_cgroup_or_root_the_record_claims_no_bound_that_does_not_hold(tmp_path, monkeypatch, root):
+    """As root without cgroups (a container), and as a grader that is not root (a user namespace; here root plays it,
+    with a process limit above the processes root has on this machine, since the limit counts the grader's uid)."""
     monkeypatch.setattr(grade.sandbox.sandbox_cgroup, "unavailable", lambda: "a stand-in for a container")
+    monkeypatch.setattr(grade.sandbox, "_as_root", lambda: root)
+    limits = sandbox.Limits(**{**SMALL.__dict__, "processes": 8192})
     record = grade.grade(lean_key(), notebook(tmp_path / "subs" / "solved.ipynb", *solved_cells()), timeout=120,
-                         limits=SMALL)
+                         limits=limits)
     assert record["score"] == 10 and record["counted"] == {}, record
     isolation = record["isolation"]
     assert "whole run" not in isolation["memory"] + isolation["processes"] + isolation["cpu"], isolation
     assert "per process (RLIMIT_DATA) only" in isolation["memory"], isolation
     assert "a stand-in for a container" in isolation["memory"]
     assert "no share between runs is enforced" in isolation["cpu"]
-    as_user = grade.sandbox.bounds(SMALL, cgroup=False, root=False)
-    assert "files are not counted" in as_user["disk"] and "grader's own uid" in as_user["identity"]
+    if root:
+        assert "two uids of its own" in isolation["identity"] and "3,000 files" in isolation["disk"]
+    else:
+        assert "files are not counted" in isolation["disk"] and "grader's own uid" in isolation["identity"]
 
 
 def _is_safe(text: str) -> bool:
