@@ -110,8 +110,8 @@ def read_key(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def lab_defaults(lab: str) -> tuple[int, int, str]:
-    """The default wall time (s) and memory budget (MB) of one run of ``lab``, and how they were set: from
+def lab_defaults(lab: str) -> tuple[int, int, dict[str, str]]:
+    """The default wall time (s) and memory budget (MB) of one run of ``lab``, and how each was set: from
     notebooks/grading.json, :data:`TIME_MARGIN` times the slowest measured run plus :data:`TIME_EXTRA` seconds
     (to the next 10 s), and :data:`MEMORY_MARGIN` times the measured peak (to the next 256 MB, at least
     :data:`MIN_MEMORY_MB`); for a lab not measured there, :data:`UNMEASURED`."""
@@ -121,23 +121,28 @@ def lab_defaults(lab: str) -> tuple[int, int, str]:
         slowest = max(r["seconds"]["max"] for r in runs)
         peak = max(r["memory_peak_mb"] for r in runs)
     except (OSError, ValueError, KeyError, TypeError):
-        return UNMEASURED["timeout"], UNMEASURED["memory_mb"], f"{lab} is not measured in notebooks/grading.json"
+        unmeasured = "the default of a lab not measured in notebooks/grading.json"
+        return UNMEASURED["timeout"], UNMEASURED["memory_mb"], {"time": unmeasured, "memory": unmeasured}
     timeout = math.ceil((TIME_MARGIN * slowest + TIME_EXTRA) / 10) * 10
     memory = max(MIN_MEMORY_MB, math.ceil(MEMORY_MARGIN * peak / 256) * 256)
-    return timeout, memory, (f"from notebooks/grading.json, {TIME_MARGIN} x the slowest measured run ({slowest} s) "
-                             f"+ {TIME_EXTRA} s, and {MEMORY_MARGIN} x the measured peak ({peak} MB)")
+    return timeout, memory, {
+        "time": f"{TIME_MARGIN} x the slowest run measured in notebooks/grading.json ({slowest} s) + {TIME_EXTRA} s",
+        "memory": f"{MEMORY_MARGIN} x the peak measured in notebooks/grading.json ({peak} MB)"}
 
 
 def settings(lab: str, timeout: int | None = None, limits: sandbox.Limits | None = None,
              memory_mb: int | None = None) -> tuple[int, sandbox.Limits, str]:
-    """The wall time and limits of a run of ``lab``, and how they were set: those given, else the lab's defaults
-    (:func:`lab_defaults`); a limit of CPU seconds per process not given is the wall time."""
+    """The wall time and limits of a run of ``lab``, and how they were set (the lab's defaults for those equal to
+    them): those given, else the lab's defaults (:func:`lab_defaults`); a limit of CPU seconds per process not given
+    is the wall time."""
     default_timeout, default_memory, how = lab_defaults(lab)
-    defaulted = [name for name, given in (("time", timeout), ("memory", limits or memory_mb)) if not given]
     timeout = timeout or default_timeout
     if limits is None:
         limits = sandbox.Limits(memory_mb=memory_mb or default_memory, cpu_seconds=timeout)
-    return timeout, limits, (f"{' and '.join(defaulted)} {how}" if defaulted else "as given")
+    defaulted = [f"{name}: {how[name]}" for name, value, default in (("time", timeout, default_timeout),
+                                                                     ("memory", limits.memory_mb, default_memory))
+                 if value == default]
+    return timeout, limits, "; ".join(defaulted) or "as given"
 
 
 def read_submission(fd: int) -> list[tuple[int, str]]:

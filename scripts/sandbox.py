@@ -18,9 +18,9 @@ What the program and everything it starts get (see :func:`run`; :func:`bounds` s
   namespaces, a private ``/dev`` (no terminal of the machine), ``/proc``, and a new session;
 * a file system of its own: the system's programs and libraries (``/usr``), Python's installation and the virtual
   environment, read-only; a few files of ``/etc`` the dynamic loader needs; the caller's read-only and hidden
-  paths. What it may write (``/tmp``, ``/dev/shm`` and the caller's writable folders) is one file system in memory
-  (tmpfs) bounded in bytes and, where the grader is root, in files, gone with the run: nothing is written to the
-  caller's disk and nothing is left to clean up;
+  paths. What it may write (``/tmp``, ``/dev/shm`` and the caller's writable folders) is in memory (tmpfs), gone with
+  the run, nothing on the caller's disk and nothing left to clean up: one file system bounded in bytes and in files
+  where the grader is root, one per folder bounded in bytes otherwise;
 * an environment built from nothing but the caller's variables;
 * a system call filter at least as strict as Docker's default profile (scripts/syscall_filter.py), a new session
   keyring, no capability;
@@ -456,8 +456,8 @@ def bounds(limits: Limits, cgroup: bool | None = None, root: bool | None = None)
                         f"grader's disk); {limits.file_size_mb} MB per file (RLIMIT_FSIZE)")
         said["identity"] = ("two uids of its own, taken for this run alone from a pool of the machine under a lock "
                             f"(from {SANDBOX_UID}): the submission's, and its runner's, which the submission can "
-                            "neither signal nor trace; no group, no capability; every process of both uids killed "
-                            "when the run ends")
+                            "neither signal nor trace; no supplementary group, no capability; every process of both "
+                            "uids killed when the run ends")
     else:
         said["disk"] = (f"{limits.disk_mb} MB in each of /tmp, /dev/shm and its folders (tmpfs in memory, gone with "
                         "the run; nothing on the grader's disk); files are not counted (only root can set that "

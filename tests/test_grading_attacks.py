@@ -340,8 +340,8 @@ def test_file_names_are_never_options_and_records_never_collide(tmp_path, monkey
     (subs / "mallory" / "notebooks").symlink_to("../bob/notebooks")
     odd = [os.fsencode(subs) + b"/caf\xe9.ipynb", os.fsencode(subs) + b"/" + b"n" * 246 + b".ipynb",
            os.fsencode(subs) + b"/" + b"m" * 255]
-    for name in odd:
-        Path(os.fsdecode(name)).write_bytes(solved.read_bytes())
+    for name in odd:  # not notebooks: only their names are tried here, and a record needs no run
+        Path(os.fsdecode(name)).write_bytes(b"{not a notebook")
     big = subs / "big.ipynb"
     with open(big, "wb") as file:
         file.truncate(grade.MAX_SUBMISSION + 1)
@@ -362,6 +362,8 @@ def test_file_names_are_never_options_and_records_never_collide(tmp_path, monkey
     assert b"caf\xe9.json" in written and b"n" * 246 + b".json" in written, written
     assert any(name.startswith(b"m" * 200) and len(name) <= 255 for name in written), written
     assert read[Path(os.fsdecode(b"caf\xe9.json"))]["submission"].endswith("caf\\xe9.ipynb")
+    odd_records = [record for name, record in read.items() if name.name.startswith(("caf", "nnnn", "mmmm"))]
+    assert len(odd_records) == 3 and all("not JSON" in record["stopped"] for record in odd_records), odd_records
     assert len(read) == len(names) + 4  # every submission, one record each
 
 
@@ -415,7 +417,7 @@ def test_default_limits_come_from_the_lab_s_measured_time_and_jobs_must_fit_the_
         slowest = max(runs[k]["seconds"]["max"] for k in ("unanswered", "solved", "at_once") if k in runs)
         timeout, memory, how = grade.lab_defaults(lab)
         assert slowest * grade.TIME_MARGIN + grade.TIME_EXTRA <= timeout < slowest * grade.TIME_MARGIN + 70, lab
-        assert timeout < 3600 and memory >= grade.MIN_MEMORY_MB and "grading.json" in how
+        assert timeout < 3600 and memory >= grade.MIN_MEMORY_MB and "grading.json" in how["time"] + how["memory"]
     assert grade.lab_defaults("nb99")[:2] == (3600, 8192)
     with pytest.raises(ValueError, match=r"--jobs 100000: .* give fewer --jobs"):
         grade.check_jobs(100_000, sandbox.Limits(memory_mb=2048))
