@@ -320,15 +320,16 @@ def _read_sets(path: Path) -> list[TextSet]:
     return sets
 
 
-def _read_encoder(path: Path, sets: list[TextSet]) -> dict:
-    """The record of an encoder's file, every field checked against the folder's text ``sets``."""
+def _read_encoder(path: Path, sets: list[TextSet], expected: str) -> dict:
+    """The record of an encoder's file, every field checked against the folder's text ``sets`` (whose
+    :func:`fingerprint` is ``expected``)."""
     record = _load(path)
     _check_header(path, record, ENCODER_SCHEMA)
     for key in ("text_sets", "encoder", "label", "encoder_kind"):
         _field(path, record, key, str)
-    if record["text_sets"] != fingerprint(sets):
+    if record["text_sets"] != expected:
         raise _Refusal(f"{path} was measured on other text sets than the folder's {TEXT_SETS_FILE} holds (its field "
-                       f"'text_sets' is {record['text_sets'][:12]}..., theirs {fingerprint(sets)[:12]}...): the "
+                       f"'text_sets' is {record['text_sets'][:12]}..., theirs {expected[:12]}...): the "
                        "folder mixes two runs. Write the folder again with socm_lib.explorer.write_results, or move "
                        "that file to the folder of its own run.")
     _field(path, record, "provenance", dict)
@@ -440,7 +441,8 @@ def read_results(folder) -> Results:
     if not paths:
         raise ValueError(f"{folder} holds no encoder's results file beside {TEXT_SETS_FILE}; write them with "
                          "socm_lib.explorer.write_results (notebook 4 does).")
-    records = [(path, _read_encoder(path, sets)) for path in paths]
+    expected = fingerprint(sets)
+    records = [(path, _read_encoder(path, sets, expected)) for path in paths]
     encoders, values = {}, {}
     for path, record in sorted(records, key=lambda r: _order(r[1]["encoder"])):
         name = record["encoder"]
@@ -528,7 +530,7 @@ def write_results(folder, encoder, text_sets, *, device=None, replace: bool = Fa
     if not (folder / TEXT_SETS_FILE).exists():
         _write_json(folder / TEXT_SETS_FILE, _sets_record(sets))
     try:
-        if path.is_file() and _close(record, _read_encoder(path, sets)):
+        if path.is_file() and _close(record, _read_encoder(path, sets, expected)):
             return path
     except (_Refusal, KeyError):
         pass  # not a results file of this layout: it is replaced
