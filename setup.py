@@ -34,7 +34,7 @@ BUILD = os.environ.get("SOCM_BUILD_KERNEL", "1") != "0"
 def write_record(folder: Path, cause: str, **detail) -> None:
     """Record in ``folder`` (the package as built) why the kernel is not in this install."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / BUILD_RECORD).write_text(json.dumps({"cause": cause, **detail}, indent=1) + "\n")
+    (folder / BUILD_RECORD).write_text(json.dumps({"cause": cause, **detail}, indent=1) + "\n", encoding="utf-8")
 
 
 @contextlib.contextmanager

@@ -295,9 +295,9 @@ def regulariser_excess(x1, x2, eps: float = REGULARISER) -> RegulariserExcess:
     ``exact`` depends on the order of the pair (through :math:`BB^\top`); ``lower`` does not. All in float64, with
     numerical ranks from :func:`numpy.linalg.matrix_rank`.
     """
-    A, B = lowrank_factor(x1)[0], lowrank_factor(x2)[0]
-    if A.shape[1] != B.shape[1]:
-        raise ValueError(f"The two clouds must have the same dimension d, got {A.shape[1]} and {B.shape[1]}.")
+    eps = as_number(eps, "eps", maximum=MAX_REGULARISER)
+    x1, x2 = as_clouds([x1, x2])  # one d for both; a centred cloud is refused by lowrank_factor
+    A, B = lowrank_factor(x1, name="x1")[0], lowrank_factor(x2, name="x2")[0]
     d, n2 = A.shape[1], B.shape[0]
     G = A @ B.T  # the cross-Gram matrix
     s = np.linalg.svd(G, compute_uv=False)

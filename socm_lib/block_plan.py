@@ -122,7 +122,16 @@ def condensed_pairs(positions, n_texts: int) -> np.ndarray:
     (found in floating point, then corrected by one where rounding put it off).
     """
     n = as_int(n_texts, "n_texts", minimum=0)
-    k = np.asarray(positions, dtype=np.int64)
+    total = n * (n - 1) // 2
+    k = np.asarray(positions)
+    if k.dtype.kind not in "iu":
+        raise TypeError(f"positions has dtype {k.dtype}; pass integer positions 0 <= k < {total}.")
+    if k.ndim != 1:
+        raise ValueError(f"positions has shape {k.shape}; pass a 1-D array of positions.")
+    if k.size and (k.min() < 0 or k.max() >= total):
+        raise ValueError(f"positions holds {k.min() if k.min() < 0 else k.max()}, outside 0 <= k < {total} (the "
+                         f"pairs i < j of {n} texts).")
+    k = k.astype(np.int64)
 
     def start(row):
         return row * n - row * (row + 1) // 2

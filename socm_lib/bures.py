@@ -24,6 +24,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .checks import as_real_tensor
+from .stats import unit_scale
+
 #: Largest relative asymmetry max|S - S^T| / max|S| accepted as round-off.
 SYMMETRY_TOL = 1e-8
 #: Largest relative negative eigenvalue -lambda_min / max|lambda| accepted as round-off (then clamped at 0).
@@ -31,11 +34,13 @@ PSD_TOL = 1e-8
 
 
 def _as_covariance(S, name: str) -> torch.Tensor:
-    if not isinstance(S, (np.ndarray, torch.Tensor)):
-        raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(S).__name__}.")
-    t = torch.as_tensor(S).detach().to(device="cpu", dtype=torch.float64)
+    """``S`` as a float64 CPU tensor: a real, finite, non-empty, square, symmetric PSD matrix (module docstring)."""
+    t = as_real_tensor(S, name, "a real (d, d) covariance matrix as a numpy array or torch tensor")
+    t = t.to(device="cpu", dtype=torch.float64)
     if t.ndim != 2 or t.shape[0] != t.shape[1]:
         raise ValueError(f"{name} has shape {tuple(t.shape)}; a covariance matrix must be square (d, d).")
+    if t.shape[0] == 0:
+        raise ValueError(f"{name} is an empty (0, 0) matrix; a covariance matrix has at least one dimension.")
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} contains NaN or inf.")
     scale = float(t.abs().max())
@@ -65,9 +70,19 @@ def fidelity(S1, S2) -> float:
     S1, S2 = _as_covariance(S1, "S1"), _as_covariance(S2, "S2")
     if S1.shape != S2.shape:
         raise ValueError(f"S1 is {tuple(S1.shape)} but S2 is {tuple(S2.shape)}; both must be (d, d).")
-    R = psd_sqrt(S1)
-    M = R @ S2 @ R
-    return float(torch.linalg.eigvalsh((M + M.T) / 2).clamp(min=0).sqrt().sum())
+    # the fidelity is homogeneous of degree 1: computed on both matrices divided by one power of two (exact), so
+    # that R S2 R neither overflows (entries of 1e200) nor underflows, then scaled back
+    _, scale = unit_scale(torch.stack([S1, S2]))
+    R = psd_sqrt(S1 / scale)
+    M = R @ (S2 / scale) @ R
+    return _finite(float(torch.linalg.eigvalsh((M + M.T) / 2).clamp(min=0).sqrt().sum() * scale), "the fidelity")
+
+
+def _finite(value: float, what: str) -> float:
+    """``value``, refused when it overflows float64."""
+    if value == float("inf"):
+        raise ValueError(f"{what} of these matrices exceeds the largest float64; rescale them first.")
+    return value
 
 
 def bures_wasserstein_sq(S1, S2) -> float:
@@ -76,7 +91,8 @@ def bures_wasserstein_sq(S1, S2) -> float:
     Symmetrises both inputs, clamps negative round-off eigenvalues to zero and the result at zero.
     """
     S1, S2 = _as_covariance(S1, "S1"), _as_covariance(S2, "S2")
-    return max(float(torch.trace(S1) + torch.trace(S2)) - 2.0 * fidelity(S1, S2), 0.0)
+    traces = _finite(float(torch.trace(S1) + torch.trace(S2)), "the sum of the traces")
+    return max(traces - 2.0 * fidelity(S1, S2), 0.0)
 
 
 def gaussian_w2_sq(mu1, S1, mu2, S2) -> float:
@@ -91,7 +107,10 @@ def gaussian_w2_sq(mu1, S1, mu2, S2) -> float:
     if S1.shape != S2.shape or m1.shape[0] != S1.shape[0]:
         raise ValueError(f"the means have {m1.numel()} entries but S1 is {tuple(S1.shape)} and S2 is "
                          f"{tuple(S2.shape)}; pass (d,) means with (d, d) covariances of the same d.")
-    return float(((m1 - m2) ** 2).sum()) + bures_wasserstein_sq(S1, S2)
+    diff = m1 - m2
+    _, scale = unit_scale(diff[None])
+    return _finite(float(((diff / scale) ** 2).sum()) * float(scale) * float(scale) + bures_wasserstein_sq(S1, S2),
+                   "W_2^2")
 
 
 def _as_mean(mu, name: str) -> torch.Tensor:

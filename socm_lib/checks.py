@@ -14,7 +14,6 @@ import re
 import secrets
 import stat
 import sys
-import tempfile
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence, Set
 from pathlib import Path
@@ -38,34 +37,29 @@ def as_bool(value, name: str) -> bool:
         raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__}).")
     return bool(value)
 
-def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
-    """Return a token cloud ``X`` (shape ``(n, d)``) as a float64 CPU tensor.
-
-    Accepts a numpy array or a torch tensor of real numbers; rejects anything
-    that is not two-dimensional, empty, complex or not finite. Inputs are converted or refused at the door: an array
-    in the other byte order (``'>f8'`` on a little-endian machine, as read from some files) is converted to this
-    machine's; a quantized or nested tensor is refused with what to pass instead. With ``compact=True`` a float32 or
-    float64 cloud keeps its dtype (a CPU array or tensor is then not copied) and float16 / bfloat16
-    become float32, which holds them exactly; other dtypes become float64 as before.
-    """
+def as_real_tensor(x, name: str, what: str = "a numpy array or torch tensor of real numbers") -> torch.Tensor:
+    """``x`` (a numpy array or a torch tensor of real numbers) as a detached torch tensor, converted or refused at the
+    door: an array in the other byte order (``'>f8'`` on a little-endian machine, as read from some files) is
+    converted to this machine's; complex, object, text, masked, nested, quantized, sparse and ``meta`` inputs are
+    refused with what to pass instead (``what`` says what is expected)."""
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(f"{name} is a numpy masked array, whose mask the library would ignore; drop the masked "
-                        f"tokens first and pass a plain array, e.g. {name}.data[~{name}.mask.any(axis=1)].")
+                        f"entries first and pass a plain array, e.g. {name}.data[~{name}.mask.any(axis=1)].")
     if isinstance(x, np.ndarray):
         if np.iscomplexobj(x):
-            raise TypeError(f"{name} is complex; token clouds must be real-valued.")
+            raise TypeError(f"{name} is complex; pass {what}.")
         if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
-            raise TypeError(f"{name} has dtype {x.dtype}; pass a numeric (n, d) array.")
+            raise TypeError(f"{name} has dtype {x.dtype}; pass {what}.")
         if x.dtype == np.longdouble and np.finfo(np.longdouble).bits > 64:
             raise TypeError(f"{name} has dtype {x.dtype} (numpy's long double), which torch cannot hold; pass "
                             f"{name}.astype(np.float64) (the library computes in float64).")
         if not x.dtype.isnative:  # torch holds native byte order only: convert, the values are the same
             x = x.astype(x.dtype.newbyteorder("="))
         try:
-            t = torch.from_numpy(np.ascontiguousarray(x))
+            return torch.from_numpy(np.ascontiguousarray(x))
         except TypeError:
             raise TypeError(f"{name} has dtype {x.dtype}, which torch cannot hold; pass {name}.astype(np.float64).") from None
-    elif isinstance(x, torch.Tensor):
+    if isinstance(x, torch.Tensor):
         if x.is_nested:
             raise TypeError(f"{name} is a nested tensor, which holds several clouds of different lengths; pass them as "
                             f"a list of (n_i, d) tensors, {name}.unbind(), each one a cloud.")
@@ -73,18 +67,26 @@ def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
             raise TypeError(f"{name} is a quantized tensor ({x.dtype}), whose integers are not the embedding values; "
                             f"pass {name}.dequantize().")
         if x.is_complex():
-            raise TypeError(f"{name} is complex; token clouds must be real-valued.")
+            raise TypeError(f"{name} is complex; pass {what}.")
         if x.layout != torch.strided:
-            raise TypeError(f"{name} is a sparse tensor ({x.layout}); pass {name}.to_dense() (a token cloud is dense).")
+            raise TypeError(f"{name} is a sparse tensor ({x.layout}); pass {name}.to_dense().")
         if x.device.type == "meta":
             raise ValueError(f"{name} is on the 'meta' device: it has a shape but no values. Pass a tensor that "
-                             "holds the token embeddings (on the CPU or a GPU).")
-        t = x.detach()
-    else:
-        raise TypeError(
-            f"{name} is a {type(x).__name__}; pass a numpy array or torch tensor of shape "
-            "(n_tokens, d), e.g. one element of the list returned by token_embeddings()."
-        )
+                             "holds the values (on the CPU or a GPU).")
+        return x.detach()
+    raise TypeError(f"{name} is a {type(x).__name__}; pass {what}.")
+
+
+def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
+    """Return a token cloud ``X`` (shape ``(n, d)``) as a float64 CPU tensor.
+
+    Accepts a numpy array or a torch tensor of real numbers (:func:`as_real_tensor`); rejects anything
+    that is not two-dimensional, empty, complex or not finite. With ``compact=True`` a float32 or
+    float64 cloud keeps its dtype (a CPU array or tensor is then not copied) and float16 / bfloat16
+    become float32, which holds them exactly; other dtypes become float64 as before.
+    """
+    t = as_real_tensor(x, name, "a numpy array or torch tensor of shape (n_tokens, d), e.g. one element of the "
+                                "list returned by token_embeddings(); token clouds are real-valued")
     if t.ndim != 2:
         hint = (
             " A 1-D array is a single vector: reshape it to (1, d) if it is one token."
@@ -148,6 +150,74 @@ def as_pairs(pairs, n_clouds: int) -> np.ndarray:
     if arr.min() < 0 or arr.max() >= n_clouds:
         raise ValueError(f"pairs holds indices outside [0, {n_clouds - 1}] (there are {n_clouds} clouds).")
     return arr.astype(np.int64)
+
+
+def as_values(values, name: str, *, minimum: int = 1) -> np.ndarray:
+    """A sample of real numbers (a list, a numpy array, a pandas ``Series``, a torch tensor) as a 1-D float64 array
+    of at least ``minimum`` finite values; anything else is refused with what to pass.
+
+    Strings, complex numbers, objects that are not numbers, more than one dimension, NaN and inf are refused, never
+    read as something else (a NaN would otherwise count as neither larger nor smaller than any value, and shift
+    every rank statistic without a word).
+    """
+    if isinstance(values, (str, bytes, Mapping, Set)) or values is None:
+        raise TypeError(f"{name} must be a list or 1-D array of numbers, got {type(values).__name__}.")
+    if isinstance(values, torch.Tensor):
+        if values.is_complex():
+            raise TypeError(f"{name} holds complex numbers; pass real values.")
+        values = values.detach().cpu()
+        values = (values.double() if values.is_floating_point() else values).numpy()  # bfloat16 has no numpy twin
+    if isinstance(values, Iterator):
+        values = list(values)
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as exc:  # ragged nesting
+        raise TypeError(f"{name} must be a 1-D sequence of numbers: {exc}") from None
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} holds complex numbers; pass real values.")
+    if arr.dtype == object:
+        for v in arr.ravel():
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{name} holds {v!r} ({type(v).__name__}), which is not a number; pass real "
+                                "values.")
+        arr = arr.astype(np.float64)
+    if arr.dtype == np.bool_:
+        raise TypeError(f"{name} holds booleans; pass numbers (e.g. {name}.astype(float) for 0 and 1).")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} has dtype {arr.dtype}, not numbers; pass real values (convert text with float()).")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} has shape {arr.shape}; pass a 1-D sample (one value per item).")
+    if arr.size < minimum:
+        if arr.size == 0:
+            raise ValueError(f"{name} is empty; pass at least {'one value' if minimum == 1 else f'{minimum} values'}.")
+        raise ValueError(f"{name} holds {arr.size} value(s); at least {minimum} are needed.")
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        first = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ValueError(f"{name} holds NaN or inf (first at position {first}: {arr[first]}); drop or repair "
+                         "those values first.")
+    return arr
+
+
+def text_form(text: str) -> str:
+    """The form in which the library compares, de-duplicates and matches texts: Unicode NFC (a precomposed
+    ``é`` and ``e`` + combining acute are one spelling) with every run of whitespace, a no-break space included,
+    read as one space and none at the ends.
+
+    Two texts with the same form look the same to a reader; the texts measured are the ones given, this form only
+    decides which of them are the same text.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text_form compares strings, got {type(text).__name__}.")
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def distinct_texts(texts: Sequence[str]) -> list[str]:
+    """``texts`` without repeats by :func:`text_form`, each text's first spelling kept, in order."""
+    first: dict[str, str] = {}
+    for t in texts:
+        first.setdefault(text_form(t), t)
+    return list(first.values())
 
 
 #: A lone surrogate code point (U+D800 to U+DFFF): half of a UTF-16 pair, not a character.
@@ -277,11 +347,15 @@ def as_number(value, name: str, *, minimum: float = 0.0, maximum: float | None =
     given, ``<= maximum``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}).")
-    if not (np.isfinite(value) and value >= minimum):
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float64's range
+        raise ValueError(f"{name} = {value}: it is beyond the range of float64.") from None
+    if not (np.isfinite(number) and number >= minimum):
         raise ValueError(f"{name} = {value!r}: it must be a finite number >= {minimum}.{advice and ' ' + advice}")
-    if maximum is not None and value > maximum:
+    if maximum is not None and number > maximum:
         raise ValueError(f"{name} = {value!r} is outside {minimum} <= {name} <= {maximum}.{advice and ' ' + advice}")
-    return float(value)
+    return number
 
 
 def as_progress(value, name: str = "progress") -> bool | None:
@@ -381,18 +455,21 @@ def as_output_path(path, name: str = "out", inputs: Sequence[tuple[str, object]]
 
 @contextlib.contextmanager
 def output_file(path, name: str = "out", newline: str | None = None, inputs: Sequence[tuple[str, object]] = ()):
-    """Open ``path`` (checked by :func:`as_output_path`, ``inputs`` included) for writing text, so that no earlier
-    file is lost.
+    """Open ``path`` (checked by :func:`as_output_path`, ``inputs`` included) for writing UTF-8 text, so that no
+    earlier file is lost: the one writer of every file the library writes (the CLI's CSV, the GPU check's report,
+    the explorer's results files).
 
     A regular file is written as a temporary file beside it and moved into place only when the ``with`` block
-    ends without an error (an existing file stays as it was until then). A symbolic link is written through: its
-    target is replaced and the link kept. The new file keeps the mode of the file it replaces (a private ``0600``
-    stays private), or, for a new file, takes the mode ``open()`` would give it (``0666`` less the umask). A device
-    or pipe (``/dev/stdout``) is written directly.
+    ends without an error (an existing file stays as it was until then, and a reader never sees a partial file).
+    A symbolic link is written through: its target is replaced and the link kept. The new file keeps the mode of
+    the file it replaces (a private ``0600`` stays private), or, for a new file, takes the mode ``open()`` would
+    give it (``0666`` less the umask). A device or pipe (``/dev/stdout``) is written directly. The text is encoded
+    as UTF-8 whatever the locale. An ``OSError`` of the writing itself (a full disk, say) names ``path``, never
+    the temporary file.
     """
     p = as_output_path(path, name, inputs)
     if p.exists() and not p.is_file():
-        handle = open(p, "w", newline=newline)
+        handle = open(p, "w", encoding="utf-8", newline=newline)
         try:
             yield handle
         except BaseException:
@@ -402,16 +479,45 @@ def output_file(path, name: str = "out", newline: str | None = None, inputs: Seq
         handle.close()
         return
     mode = stat.S_IMODE(os.stat(p).st_mode) if p.exists() else None
-    fd, tmp = _new_file(p)
+    with _naming(path, name, mode is not None):
+        fd, tmp = _new_file(p)
     try:
-        with os.fdopen(fd, "w", newline=newline) as handle:
+        with _naming(path, name, mode is not None):
+            handle = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+        try:
             yield handle
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, p)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                handle.close()
+            raise
+        with _naming(path, name, mode is not None):
+            handle.close()
+            if mode is not None:
+                os.chmod(tmp, mode)
+            os.replace(tmp, p)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _naming(path, name: str, existed: bool):
+    """Re-raise an ``OSError`` of writing ``path`` (through its temporary file) as one that names ``path`` alone."""
+    try:
+        yield
+    except OSError as exc:
+        kept = "the earlier file there is unchanged" if existed else "nothing was written there"
+        message = f"{name} {os.fspath(path)}: could not be written ({exc.strerror or exc}); {kept}."
+        raise (type(exc)(message) if exc.errno is None else type(exc)(exc.errno, message)) from None
+
+
+def write_text(path, text: str, name: str = "out") -> Path:
+    """Write ``text`` to ``path`` by :func:`output_file` (atomically, as UTF-8); returns the file's path."""
+    existed = os.path.isfile(path)
+    with output_file(path, name) as handle, _naming(path, name, existed):
+        handle.write(text)
+        handle.flush()
+    return Path(path)
 
 
 def _new_file(p: Path) -> tuple[int, str]:

@@ -32,10 +32,11 @@ from .data import (
     read_stsb,
     sample_texts,
 )
-from .checks import ModelUnavailableError, as_device, as_int, output_file
+from .checks import ModelUnavailableError, as_device, as_int, distinct_texts, output_file
 from .encoders import REGISTRY, layer_count, load_encoder, local_folder
 from .extract import layer_indices, token_embeddings
 from .gpu_check import main as gpu_check_main
+from .memory import BYTES_PER_PAIR, require_memory
 from .block_plan import condensed_pairs, cross_pairs
 from .report import summary_lines
 from .stats import concentration_ratio
@@ -76,8 +77,9 @@ def _texts(spec: str) -> list[str]:
 
 
 def _distinct(texts: list[str], spec: str) -> list[str]:
-    """``texts`` without repeats (first occurrences, in order), saying on stderr how many were dropped."""
-    unique = list(dict.fromkeys(texts))
+    """``texts`` without repeats (first occurrences, in order; :func:`socm_lib.checks.distinct_texts`: the same text
+    in two Unicode spellings is one), saying on stderr how many were dropped."""
+    unique = distinct_texts(texts)
     if len(unique) < len(texts):
         print(f"note: --texts {spec}: {len(texts) - len(unique)} repeated text(s) dropped, {len(unique)} distinct "
               "kept (a text paired with itself would measure nothing).", file=sys.stderr)
@@ -94,7 +96,13 @@ def _pairs(mode: str, n: int, seed: int):
         if not count.isdigit() or not 1 <= int(count) <= total:
             raise ValueError(f"--pairs {mode!r}: N must be an integer with 1 <= N <= {total} "
                              f"(the number of pairs i < j of {n} texts).")
-        flat = np.sort(np.random.default_rng(seed).choice(total, size=int(count), replace=False))
+        count = int(count)
+        # numpy draws a large share of the positions from a permutation of all of them (8 bytes each), a small one
+        # from a set; then the pairs and their results take BYTES_PER_PAIR each
+        draw = 8 * total if 50 * count >= total else 24 * count
+        require_memory(draw + count * BYTES_PER_PAIR, f"--pairs {mode}",
+                       "Pass a smaller N, or --pairs all, which streams every pair without listing them.")
+        flat = np.sort(np.random.default_rng(seed).choice(total, size=count, replace=False))
         return condensed_pairs(flat, n)
     raise ValueError(f"Unknown --pairs {mode!r}; use all, random:N or labelled.")
 
@@ -225,6 +233,10 @@ def main(argv=None) -> int:
         return args.func(args)
     except (ValueError, TypeError, OSError, ImportError, ModelUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:  # an allocation the estimates did not foresee
+        print(f"error: out of memory{f' ({exc})' if str(exc) else ''}; measure fewer texts or pairs (--sample, "
+              "--pairs random:N), or run where more memory is free.", file=sys.stderr)
         return 2
 
 

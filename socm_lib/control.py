@@ -57,25 +57,59 @@ transformer layers above the embeddings change them (notebook 5 measures by how 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from math import frexp, ldexp
 
 import numpy as np
 
-from .checks import as_texts
+from .checks import as_clouds, as_int, as_number, as_texts
+from .stats import concentration_ratio, normalize_cloud
 
 BETA = 1 / 3  # common share for equal standard deviations of type, word and position vectors
 ALPHA = 1 / 2  # word share of the token-specific part for equal standard deviations
 
 
 def _check_shares(beta, alpha):
-    if not (0 < beta <= 1 and 0 <= alpha <= 1):
-        raise ValueError(f"beta must be in (0, 1] and alpha in [0, 1]; got beta={beta!r}, alpha={alpha!r}.")
+    beta = as_number(beta, "beta", minimum=0.0, maximum=1.0, advice="beta is the common share, in (0, 1].")
+    alpha = as_number(alpha, "alpha", minimum=0.0, maximum=1.0, advice="alpha is the word share, in [0, 1].")
+    if beta == 0:
+        raise ValueError("beta = 0: the common share must be positive (in (0, 1]); with no shared vector every "
+                         "mean would vanish as n grows.")
+    return beta, alpha
+
+
+def _counts(value, name: str) -> np.ndarray:
+    """``value`` (a number or an array of them) as float64, refusing what is not a finite whole number >= 0."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a whole number or an array of them, got {value!r}.")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a whole number or an array of them, got {value!r}.") from None
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty; pass at least one count.")
+    if not np.isfinite(arr).all() or np.any(arr < 0) or np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must hold finite whole numbers >= 0, got {arr.tolist()}.")
+    return arr
 
 
 def _lengths(n, name="n"):
-    n = np.asarray(n, dtype=np.float64)
-    if np.any(n < 1) or np.any(n != np.round(n)):
+    n = _counts(n, name)
+    if np.any(n < 1):
         raise ValueError(f"{name} must hold whole numbers of tokens >= 1.")
     return n
+
+
+def _squares(q, n, name: str) -> np.ndarray:
+    r""":math:`q = \sum_t m_t^2` of texts of lengths ``n`` (default ``n``: no repeated id), which lies in
+    :math:`[n, n^2]` (each count :math:`m_t \ge 1`, and :math:`\sum_t m_t = n`)."""
+    if q is None:
+        return n
+    q = _counts(q, name)
+    if np.any(q < n) or np.any(q > n * n):
+        raise ValueError(f"{name} = sum of squared token counts must lie between the length n and n^2 (n where no "
+                         f"id repeats, n^2 where one id fills the text); got {name} = {q.tolist()} for n = {n.tolist()}.")
+    return q
 
 
 def shares(sigma_type: float = 0.02, sigma_word: float = 0.02, sigma_position: float = 0.02) -> tuple[float, float]:
@@ -84,17 +118,24 @@ def shares(sigma_type: float = 0.02, sigma_word: float = 0.02, sigma_position: f
     :math:`\beta = \sigma_s^2/(\sigma_s^2 + \sigma_w^2 + \sigma_p^2)` and
     :math:`\alpha = \sigma_w^2/(\sigma_w^2 + \sigma_p^2)`; equal values (BERT's scheme) give ``(1/3, 1/2)``.
     """
-    v = np.array([sigma_type, sigma_word, sigma_position], dtype=np.float64) ** 2
-    if np.any(v <= 0):
+    sigmas = [as_number(v, name) for v, name in ((sigma_type, "sigma_type"), (sigma_word, "sigma_word"),
+                                                 (sigma_position, "sigma_position"))]
+    if min(sigmas) <= 0:
         raise ValueError("The three standard deviations must be positive.")
+    _, top = frexp(max(sigmas))  # divided by a power of two (exact), so that the squares neither overflow nor vanish
+    v = np.array([ldexp(x, -top) for x in sigmas], dtype=np.float64) ** 2
+    if not v.all():
+        raise ValueError(f"The standard deviations {sigmas} differ by more than float64 can square; the smallest "
+                         "share would be 0.")
     return float(v[0] / v.sum()), float(v[1] / (v[1] + v[2]))
 
 
 def predicted_mean_norm2(n, q=None, *, beta: float = BETA, alpha: float = ALPHA):
-    r""":math:`\lVert\mu\rVert^2 = \beta + (1-\beta)(\alpha q + (1-\alpha) n)/n^2` for unit tokens (``q`` defaults to ``n``)."""
-    _check_shares(beta, alpha)
+    r""":math:`\lVert\mu\rVert^2 = \beta + (1-\beta)(\alpha q + (1-\alpha) n)/n^2` for unit tokens (``q`` defaults to
+    ``n``; it must lie in :math:`[n, n^2]`)."""
+    beta, alpha = _check_shares(beta, alpha)
     n = _lengths(n)
-    q = n if q is None else np.asarray(q, dtype=np.float64)
+    q = _squares(q, n, "q")
     return beta + (1 - beta) * (alpha * q + (1 - alpha) * n) / n**2
 
 
@@ -116,8 +157,13 @@ def predicted_mean_cosine(n1, n2, k=2, q1=None, q2=None, *, beta: float = BETA, 
     :math:`\sum_t m^{(1)}_t m^{(2)}_t` (2 for [CLS] and [SEP] alone); ``q1``, ``q2``: :math:`\sum_t m_t^2`
     of each text (default: its length). Formula in the module docstring; broadcasts over arrays.
     """
+    beta, alpha = _check_shares(beta, alpha)
     n1, n2 = _lengths(n1, "n1"), _lengths(n2, "n2")
-    k = np.asarray(k, dtype=np.float64)
+    k = _counts(k, "k")
+    q1, q2 = _squares(q1, n1, "q1"), _squares(q2, n2, "q2")
+    if np.any(k > np.sqrt(q1 * q2)):  # Cauchy-Schwarz on the two texts' count vectors
+        raise ValueError(f"k = {k.tolist()} shared occurrences exceed sqrt(q1 q2), the most two texts with these counts can "
+                         "share (Cauchy-Schwarz: k = sum_t m1_t m2_t <= sqrt(sum_t m1_t^2 sum_t m2_t^2)).")
     cross = beta + (1 - beta) * (alpha * k + (1 - alpha) * np.minimum(n1, n2)) / (n1 * n2)
     norms = predicted_mean_norm2(n1, q1, beta=beta, alpha=alpha) * predicted_mean_norm2(n2, q2, beta=beta, alpha=alpha)
     return cross / np.sqrt(norms)
@@ -126,6 +172,8 @@ def predicted_mean_cosine(n1, n2, k=2, q1=None, q2=None, *, beta: float = BETA, 
 def token_counts(tokenizer, texts, *, max_length: int | None = None) -> list[Counter]:
     """Occurrences of each token id per text, special tokens included, truncated like :func:`token_embeddings`."""
     texts = as_texts(texts)
+    if max_length is not None:
+        max_length = as_int(max_length, "max_length", minimum=1)
     enc = tokenizer(texts, truncation=True, max_length=max_length or int(tokenizer.model_max_length))
     return [Counter(ids) for ids in enc["input_ids"]]
 
@@ -133,12 +181,23 @@ def token_counts(tokenizer, texts, *, max_length: int | None = None) -> list[Cou
 def count_statistics(counts) -> dict[str, np.ndarray]:
     r"""Per text ``n`` (length) and ``q`` (:math:`\sum_t m_t^2`), and the matrix ``k`` of shared occurrences.
 
-    ``k[a, b]`` is :math:`\sum_t m^{(a)}_t m^{(b)}_t` (the diagonal equals ``q``).
+    ``counts`` holds one mapping per text, token id to its occurrences (a whole number >= 1), as
+    :func:`token_counts` gives. ``k[a, b]`` is :math:`\sum_t m^{(a)}_t m^{(b)}_t` (the diagonal equals ``q``).
     """
+    if isinstance(counts, Mapping):
+        raise TypeError("counts is a single mapping; pass a list of them, one Counter of token ids per text.")
     counts = list(counts)
     if not counts:
         raise ValueError("counts is empty: pass one Counter of token ids per text.")
-    vocab = {t: i for i, t in enumerate(sorted({t for c in counts for t in c}))}
+    for a, c in enumerate(counts):
+        if not isinstance(c, Mapping):
+            raise TypeError(f"counts[{a}] is a {type(c).__name__}; pass one Counter of token ids per text.")
+        if not c:
+            raise ValueError(f"counts[{a}] is empty: a text has at least one token.")
+        bad = [m for m in c.values() if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1]
+        if bad:
+            raise ValueError(f"counts[{a}] holds the count {bad[0]!r}; every count must be a whole number >= 1.")
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(t for c in counts for t in c))}
     M = np.zeros((len(counts), len(vocab)))
     for a, c in enumerate(counts):
         for t, m in c.items():
@@ -161,15 +220,13 @@ def predict_for_texts(tokenizer, texts, *, beta: float = BETA, alpha: float = AL
 
 
 def measured_statistics(clouds) -> dict[str, np.ndarray]:
-    r"""Per cloud ``n`` and concentration ratio ``c``, and the ``cosine`` matrix of the raw means :math:`\mu_i`."""
-    clouds = [np.asarray(X, dtype=np.float64) for X in clouds]
-    if not clouds or any(X.ndim != 2 or X.shape[0] == 0 for X in clouds):
-        raise ValueError("clouds must be a non-empty list of (n_i, d) arrays with n_i >= 1.")
-    mu = np.stack([X.mean(axis=0) for X in clouds])
-    norm2 = (mu**2).sum(axis=1)
-    spread = np.array([((X - m) ** 2).sum(axis=1).mean() for X, m in zip(clouds, mu)])
-    unit = mu / np.sqrt(norm2)[:, None]
-    return {"n": np.array([X.shape[0] for X in clouds], dtype=np.float64), "concentration": spread / norm2,
+    r"""Per cloud ``n`` and concentration ratio ``c``, and the ``cosine`` matrix of the raw means :math:`\mu_i`
+    (clouds validated by :func:`socm_lib.checks.as_clouds`; a mean that vanishes is refused, as
+    :func:`socm_lib.concentration_ratio` refuses it)."""
+    clouds = as_clouds(clouds)
+    unit = np.stack([normalize_cloud(X).mean(dim=0).numpy() for X in clouds])
+    return {"n": np.array([X.shape[0] for X in clouds], dtype=np.float64),
+            "concentration": np.array([concentration_ratio(X) for X in clouds]),
             "cosine": unit @ unit.T}
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import as_bool, as_input_path, as_int, as_texts, has_visible_character
+from .checks import as_bool, as_input_path, as_int, as_texts, distinct_texts, has_visible_character
 
 PAIR_KINDS = (
     "paraphrase",
@@ -60,6 +60,11 @@ def labelled_pairs(kinds=None) -> pd.DataFrame:
         except TypeError:
             raise TypeError(f"kinds must be None or a list of kinds such as ['negation'], got {kinds!r} "
                             f"({type(kinds).__name__}).") from None
+        if not kinds:
+            raise ValueError(f"kinds is empty, which would select no pair; pass None for every kind or some of "
+                             f"{list(PAIR_KINDS)}.")
+        if not all(isinstance(k, str) for k in kinds):
+            raise TypeError(f"kinds must hold kind names (strings) such as 'negation', got {kinds!r}.")
         unknown = sorted(set(kinds) - set(PAIR_KINDS))
         if unknown:
             raise ValueError(f"Unknown pair kind(s) {unknown}; choose from {list(PAIR_KINDS)}.")
@@ -200,9 +205,10 @@ def shared_data_dir() -> Path | None:
 def sample_texts(texts, k: int = 1000, seed: int = 0) -> list[str]:
     """``k`` distinct texts drawn without replacement with ``numpy.random.default_rng(seed)``, in drawn order.
 
-    A text given more than once is one candidate (its first occurrence), so no text is drawn twice.
+    A text given more than once is one candidate (its first occurrence), so no text is drawn twice; texts are the
+    same when their :func:`socm_lib.checks.text_form` is (Unicode NFC, whitespace runs as one space).
     """
-    texts = list(dict.fromkeys(as_texts(texts)))
+    texts = distinct_texts(as_texts(texts))
     k = as_int(k, "k", minimum=1, maximum=len(texts), advice=f"There are {len(texts)} distinct texts to draw from.")
     seed = as_int(seed, "seed", minimum=0)
     idx = np.random.default_rng(seed).choice(len(texts), size=k, replace=False)

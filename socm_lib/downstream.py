@@ -4,8 +4,7 @@ Small helpers shared by the two notebooks:
 
 * the paper's reported numbers (:mod:`socm_lib.paper`), arranged backbone by contrastive encoder
   (:func:`paper_family_table`; nothing here is measured, and no MTEB score is invented);
-* SOCM of listed text pairs with the mean-pooled cosine and token counts beside it
-  (:func:`pair_frame`), summarised per group (:func:`group_summary`);
+* SOCM of listed text pairs with the mean-pooled cosine and token counts beside it (:func:`pair_frame`);
 * Spearman's rho (:func:`spearman`) and the separation of two samples (:func:`separation`);
 * uncertainty and effect sizes for the labelled pair kinds: percentile-bootstrap intervals
   (:func:`bootstrap_ci`, :func:`bootstrap_diff_ci`, :func:`spearman_ci`), Cliff's delta
@@ -24,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .checks import as_device, as_int, as_progress, as_texts
+from .checks import as_device, as_int, as_number, as_progress, as_texts, as_values
 from .extract import token_embeddings
 from .pairs import socm_cross
 from .paper import FAMILIES, wikipedia_socm
@@ -46,19 +45,43 @@ def paper_family_table() -> pd.DataFrame:
 def spearman_p_from_rho(rho: float, n: int) -> float:
     r"""Two-sided p of a Spearman rho from ``n`` points by the t approximation (the one SciPy uses).
 
-    :math:`t = \rho\sqrt{(n-2)/(1-\rho^2)}` with ``n - 2`` degrees of freedom.
+    :math:`t = \rho\sqrt{(n-2)/(1-\rho^2)}` with ``n - 2`` degrees of freedom. At :math:`|\rho| = 1` (a perfectly
+    monotone sample) :math:`t` is infinite and ``p = 0``, its limit. ``rho`` must lie in :math:`[-1, 1]` and
+    ``n >= 3`` (with two points every rho is :math:`\pm 1` and there is no degree of freedom).
     """
     from scipy import stats
 
+    rho = as_number(rho, "rho", minimum=-1.0, maximum=1.0, advice="A rank correlation lies in [-1, 1].")
+    n = as_int(n, "n", minimum=3, advice="The t approximation has n - 2 degrees of freedom.")
+    if abs(rho) == 1.0:
+        return 0.0
     t = rho * np.sqrt((n - 2) / (1.0 - rho * rho))
     return float(2 * stats.t.sf(abs(t), n - 2))
 
 
+def _paired(x, y, minimum: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as samples (:func:`socm_lib.checks.as_values`) of one length, at least ``minimum`` values."""
+    x, y = as_values(x, "x", minimum=minimum), as_values(y, "y", minimum=minimum)
+    if x.size != y.size:
+        raise ValueError(f"x has {x.size} values but y has {y.size}; pass one of each per pair.")
+    return x, y
+
+
+def _not_constant(values: np.ndarray, name: str) -> None:
+    """Refuse a sample whose values are all equal: it has no ranks to correlate."""
+    if (values == values[0]).all():
+        raise ValueError(f"{name} is constant ({values[0]!r} everywhere), so it has no ranks to correlate and "
+                         "Spearman's rho is undefined.")
+
+
 def spearman(x, y) -> tuple[float, float]:
-    """Spearman's rho and its two-sided p-value, as plain floats."""
+    """Spearman's rho and its two-sided p-value, as plain floats (at least three pairs, neither sample constant)."""
     from scipy import stats
 
-    res = stats.spearmanr(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    x, y = _paired(x, y, 3)
+    _not_constant(x, "x")
+    _not_constant(y, "y")
+    res = stats.spearmanr(x, y)
     return float(res.statistic), float(res.pvalue)
 
 
@@ -67,9 +90,7 @@ def separation(a, b) -> float:
 
     0.5 means the two samples are not separated; 0 or 1 means every value of one lies above every value of the other.
     """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.size == 0 or b.size == 0:
-        raise ValueError("separation needs at least one value in each sample.")
+    a, b = as_values(a, "a"), as_values(b, "b")
     diff = a[:, None] - b[None, :]
     return float((diff > 0).mean() + 0.5 * (diff == 0).mean())
 
@@ -99,18 +120,6 @@ def pair_frame(encoder, texts_a, texts_b, *, special_tokens: bool = True, layer:
     })
 
 
-def group_summary(frame: pd.DataFrame, by: str, order=None) -> pd.DataFrame:
-    """Per group of ``by``: pair count, mean and median SOCM, mean ``d_mu``, ``d_sigma`` and (if present) cosine."""
-    agg = {"pairs": ("socm", "size"), "mean_socm": ("socm", "mean"), "median_socm": ("socm", "median"),
-           "mean_d_mu": ("d_mu", "mean"), "mean_d_sigma": ("d_sigma", "mean")}
-    if "cosine" in frame:
-        agg["mean_cosine"] = ("cosine", "mean")
-    out = frame.groupby(by, sort=True, observed=True).agg(**agg)
-    if order is not None:
-        out = out.reindex([k for k in order if k in out.index])
-    return _plain_text(out.reset_index())
-
-
 def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
     """Text columns as ``object`` dtype (pandas 3 infers ``str``, which :func:`socm_lib.fixed` cannot inspect)."""
     return df.astype({c: object for c in df.columns if pd.api.types.is_string_dtype(df[c])})
@@ -123,20 +132,28 @@ def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
 # with a fixed seed, so a notebook prints the same interval on every run.
 
 
-def _sample(values, what: str) -> np.ndarray:
-    """``values`` as a 1-d float array with at least two finite entries, or a ValueError that says what to pass."""
-    x = np.asarray(values, dtype=float).ravel()
-    if x.size < 2:
-        raise ValueError(f"{what} needs at least two values to resample; got {x.size}.")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{what} holds NaN or inf; drop those values first.")
-    return x
-
-
-def _check_bootstrap(n_resamples: int, level: float) -> None:
+def _check_bootstrap(n_resamples: int, level: float, seed: int, stat=None) -> None:
     as_int(n_resamples, "n_resamples", minimum=1, advice="2000 is a usual choice.")
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.integer, np.floating)):
+        raise TypeError(f"level must be a number between 0 and 1 (e.g. 0.95), got {level!r}.")
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1 (e.g. 0.95); got {level!r}.")
+    as_int(seed, "seed", minimum=0)
+    if stat is not None and not callable(stat):
+        raise TypeError(f"stat must be a function such as np.mean or np.median, got {stat!r}.")
+
+
+def _replicates(stat, resamples: np.ndarray) -> np.ndarray:
+    """``stat(resamples, axis=-1)``, one finite value per resample, or a ValueError naming ``stat``."""
+    try:
+        out = np.asarray(stat(resamples, axis=-1), dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"stat={getattr(stat, '__name__', stat)!r} could not be applied to the resamples with "
+                        f"axis=-1 ({exc}); pass a function that takes axis=-1, such as np.mean or np.median.") from None
+    if out.shape != resamples.shape[:1] or not np.isfinite(out).all():
+        raise ValueError(f"stat={getattr(stat, '__name__', stat)!r} must give one finite number per resample with "
+                         f"axis=-1; it gave shape {out.shape}{'' if np.isfinite(out).all() else ' with NaN or inf'}.")
+    return out
 
 
 def _percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
@@ -155,10 +172,10 @@ def bootstrap_ci(values, stat=np.mean, *, n_resamples: int = 2000, level: float 
     :math:`\alpha = (1 - \text{level})/2`. This is ``scipy.stats.bootstrap(..., method="percentile")`` with the same
     generator. ``stat`` must accept ``axis=-1`` (``np.mean``, ``np.median`` do).
     """
-    _check_bootstrap(n_resamples, level)
-    x = _sample(values, "bootstrap_ci")
+    _check_bootstrap(n_resamples, level, seed, stat)
+    x = as_values(values, "values", minimum=2)
     idx = np.random.default_rng(seed).integers(0, x.size, (n_resamples, x.size))
-    return _percentile_interval(stat(x[idx], axis=-1), level)
+    return _percentile_interval(_replicates(stat, x[idx]), level)
 
 
 def bootstrap_diff_ci(a, b, stat=np.mean, *, n_resamples: int = 2000, level: float = 0.95,
@@ -171,12 +188,12 @@ def bootstrap_diff_ci(a, b, stat=np.mean, *, n_resamples: int = 2000, level: flo
     :math:`\alpha = (1-\text{level})/2` (``scipy.stats.bootstrap`` with two samples, ``paired=False``).
     An interval that excludes 0 says the difference has a stable sign under resampling of the pairs.
     """
-    _check_bootstrap(n_resamples, level)
-    a, b = _sample(a, "bootstrap_diff_ci (a)"), _sample(b, "bootstrap_diff_ci (b)")
+    _check_bootstrap(n_resamples, level, seed, stat)
+    a, b = as_values(a, "a", minimum=2), as_values(b, "b", minimum=2)
     rng = np.random.default_rng(seed)
     ia = rng.integers(0, a.size, (n_resamples, a.size))
     ib = rng.integers(0, b.size, (n_resamples, b.size))
-    return _percentile_interval(stat(a[ia], axis=-1) - stat(b[ib], axis=-1), level)
+    return _percentile_interval(_replicates(stat, a[ia]) - _replicates(stat, b[ib]), level)
 
 
 def cliffs_delta(a, b) -> float:
@@ -188,9 +205,7 @@ def cliffs_delta(a, b) -> float:
     quantities such as SOCM, where Cohen's d (a difference of means over a pooled standard deviation) would lean on
     a normal shape the data do not have.
     """
-    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
-    if a.size == 0 or b.size == 0:
-        raise ValueError("cliffs_delta needs at least one value in each sample.")
+    a, b = as_values(a, "a"), as_values(b, "b")
     diff = a[:, None] - b[None, :]
     return float((diff > 0).mean() - (diff < 0).mean())
 
@@ -205,10 +220,8 @@ def spearman_ci(x, y, *, n_resamples: int = 2000, level: float = 0.95, seed: int
     """
     from scipy import stats
 
-    _check_bootstrap(n_resamples, level)
-    x, y = _sample(x, "spearman_ci (x)"), _sample(y, "spearman_ci (y)")
-    if x.size != y.size:
-        raise ValueError(f"x has {x.size} values but y has {y.size}; pass one of each per pair.")
+    _check_bootstrap(n_resamples, level, seed)
+    x, y = _paired(x, y, 2)
     idx = np.random.default_rng(seed).integers(0, x.size, (n_resamples, x.size))
     rx = stats.rankdata(x[idx], axis=-1)
     ry = stats.rankdata(y[idx], axis=-1)
@@ -238,19 +251,43 @@ def lexical_overlap(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb)
 
 
+def _columns(frame, by, columns) -> list[str]:
+    """The value ``columns`` of ``frame`` (a DataFrame holding them and the group column ``by``), as a list."""
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame (e.g. from labelled_frame), got {type(frame).__name__}.")
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    if not columns:
+        raise ValueError("columns is empty; name at least one column of frame, e.g. ('socm',).")
+    missing = [c for c in [by, *columns] if c not in frame.columns]
+    if missing:
+        raise ValueError(f"frame has no column(s) {missing}; its columns are {list(frame.columns)}.")
+    return columns
+
+
+def _group(frame: pd.DataFrame, by: str, kind) -> pd.DataFrame:
+    """The rows of ``frame`` whose ``by`` is ``kind``, refusing a kind with none."""
+    sub = frame.loc[frame[by] == kind]
+    if sub.empty:
+        raise ValueError(f"frame[{by!r}] has no row {kind!r}; its values are {sorted(map(str, frame[by].unique()))}.")
+    return sub
+
+
 def kind_ci_table(frame: pd.DataFrame, by: str, order=None, columns=("socm", "d_mu", "d_sigma"), *,
                   n_resamples: int = 2000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Per group of ``by``: pair count and, for each of ``columns``, the mean and its bootstrap interval.
 
     Columns ``pairs``, then ``mean_<col>``, ``<col>_low``, ``<col>_high`` for each column (:func:`bootstrap_ci`).
     """
+    columns = _columns(frame, by, columns)
+    _check_bootstrap(n_resamples, level, seed)
     groups = [k for k in (order if order is not None else sorted(frame[by].unique())) if (frame[by] == k).any()]
     rows = []
     for k in groups:
-        sub = frame.loc[frame[by] == k]
+        sub = _group(frame, by, k)
         row = {by: k, "pairs": len(sub)}
         for col in columns:
-            low, high = bootstrap_ci(sub[col], n_resamples=n_resamples, level=level, seed=seed)
+            low, high = bootstrap_ci(as_values(sub[col], f"frame[{col!r}] where {by} == {k!r}", minimum=2),
+                                     n_resamples=n_resamples, level=level, seed=seed)
             row.update({f"mean_{col}": float(sub[col].mean()), f"{col}_low": low, f"{col}_high": high})
         rows.append(row)
     return _plain_text(pd.DataFrame(rows))
@@ -264,12 +301,18 @@ def kind_contrasts(frame: pd.DataFrame, by: str, contrasts, columns=("socm",), *
     (:func:`bootstrap_diff_ci`), ``cliffs_delta`` (:func:`cliffs_delta`, positive when a tends to be larger) and
     ``excludes_0`` (whether the interval lies on one side of 0).
     """
+    columns = _columns(frame, by, columns)
+    _check_bootstrap(n_resamples, level, seed)
+    if isinstance(contrasts, (str, bytes)) or not all(isinstance(c, (tuple, list)) and len(c) == 2
+                                                     for c in contrasts):
+        raise TypeError(f"contrasts must be a list of (kind_a, kind_b) pairs, got {contrasts!r}.")
     rows = []
     for a, b in contrasts:
         for col in columns:
-            va, vb = frame.loc[frame[by] == a, col], frame.loc[frame[by] == b, col]
+            va, vb = (as_values(_group(frame, by, k)[col], f"frame[{col!r}] where {by} == {k!r}", minimum=2)
+                      for k in (a, b))
             low, high = bootstrap_diff_ci(va, vb, n_resamples=n_resamples, level=level, seed=seed)
-            rows.append({"kind_a": a, "kind_b": b, "quantity": col, "diff": float(va.mean() - vb.mean()),
+            rows.append({"kind_a": a, "kind_b": b, "quantity": col, "diff": float(np.mean(va) - np.mean(vb)),
                          "diff_low": low, "diff_high": high, "cliffs_delta": cliffs_delta(va, vb),
                          "excludes_0": bool(low > 0 or high < 0)})
     return _plain_text(pd.DataFrame(rows))

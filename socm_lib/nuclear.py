@@ -64,7 +64,7 @@ def _why_missing(folder: Path, error: ImportError) -> str:
     if built:
         return f"built but not loaded: {built[0]}: {error}"
     try:
-        record = json.loads((folder / BUILD_RECORD).read_text())
+        record = json.loads((folder / BUILD_RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         record = {}
     cause = record.get("cause")
@@ -178,18 +178,37 @@ def kernel_nuclear_norms(G: np.ndarray, variant: str, *, max_sweeps: int | None 
     return values, flags
 
 
+def _as_matrices(G) -> np.ndarray:
+    """``G`` as a real numpy array of shape ``(..., p, q)`` in a dtype LAPACK takes (see :func:`nuclear_norms`)."""
+    try:
+        G = np.asarray(G)
+    except (TypeError, ValueError, RuntimeError) as exc:  # ragged nesting, a tensor on a GPU
+        raise TypeError(f"G must be an array of shape (..., p, q) of real numbers: {exc}") from None
+    if G.ndim < 2:
+        raise ValueError(f"G must have shape (..., p, q), got shape {G.shape}.")
+    if G.dtype.kind == "c":
+        raise TypeError("G is complex; nuclear_norms takes real matrices.")
+    if G.dtype.kind == "f":
+        if G.dtype.itemsize < 4:
+            return G.astype(np.float32)
+        return G if G.dtype.itemsize <= 8 else G.astype(np.float64)
+    if G.dtype.kind in "biu":
+        return G.astype(np.float64)
+    raise TypeError(f"G has dtype {G.dtype}; pass real numbers (float64 takes the fastest route).")
+
+
 def nuclear_norms(G: np.ndarray, *, max_sweeps: int | None = None) -> np.ndarray:
     """Nuclear norm of each ``p x q`` matrix of ``G`` (shape ``(..., p, q)``, any strides), as float64 of shape ``G.shape[:-2]``.
 
     Float64 input goes to the lane kernel (:func:`kernel`, :func:`kernel_nuclear_norms`), the matrices it flags
     as not converged to LAPACK; so do all matrices of a size the kernel does not take or whose workspace cannot be
-    allocated. Other dtypes, and every matrix when the kernel is off, go to :func:`lapack_nuclear_norms`.
+    allocated. Other real dtypes, and every matrix when the kernel is off, go to :func:`lapack_nuclear_norms`:
+    float32 as it is, float16 as float32 (which holds it exactly), integers, booleans and numpy's long double as
+    float64. Complex, object and text arrays are refused (``TypeError``); a matrix with a side of 0 has norm 0.
     ``max_sweeps`` bounds the kernel's sweeps per matrix; tests lower it to make lanes fail. A NaN or an infinite
     entry raises ``ValueError`` on every route.
     """
-    G = np.asarray(G)
-    if G.ndim < 2:
-        raise ValueError(f"G must have shape (..., p, q), got shape {G.shape}.")
+    G = _as_matrices(G)
     name = kernel() if G.dtype.kind == "f" and G.dtype.itemsize == 8 else None
     if name is None or G.size == 0 or max(G.shape[-2:]) > _lanes.MAX_SIDE:
         return _checked_lapack(G)

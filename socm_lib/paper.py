@@ -80,7 +80,6 @@ MTEB_SPEARMAN: dict[str, tuple[float, float]] = {
     "average SOCM vs MTEB(eng, v2)": (-0.678, 0.015),
     "final-layer concentration vs MTEB(eng, v2)": (-0.622, 0.031),
 }
-MTEB_WHERE = "Spearman correlation with the MTEB(eng, v2) average over 12 models (downstream analysis)"
 
 #: Backbone -> the contrastive encoders built from it, as the paper groups them.
 FAMILIES: dict[str, tuple[str, ...]] = {

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import as_values
+
 QK = 32  # weights per Q4_0 block
 BLOCK_BYTES = 2 + QK // 2  # float16 scale + 16 bytes of codes
 
@@ -112,20 +114,33 @@ def compare(reference, other) -> dict:
 
     Returns the two averages of SOCM, :math:`d_\\mu` and :math:`d_\\Sigma`, their differences (``other`` minus
     ``reference``: keys ``shift_socm``, ``shift_d_mu``, ``shift_d_sigma``), the largest per-pair change of SOCM,
-    and the Pearson and Spearman correlations of the per-pair SOCM values. Statistics in float64.
+    and the Pearson and Spearman correlations of the per-pair SOCM values (NaN where there is no correlation: one
+    pair, or a SOCM that is the same for every pair). Statistics in float64. A result with no pair, or with a NaN or
+    an infinite value, is refused.
     """
     from scipy.stats import pearsonr, spearmanr
 
+    from .results import PairResult
+
+    for name, result in (("reference", reference), ("other", other)):
+        if not isinstance(result, PairResult):
+            raise TypeError(f"{name} must be a PairResult (from socm_lib.socm_pairs), got {type(result).__name__}.")
+        if len(result) == 0:
+            raise ValueError(f"{name} holds no pairs; there is nothing to compare. Measure at least one pair.")
     if not (np.array_equal(reference.i, other.i) and np.array_equal(reference.j, other.j)):
         raise ValueError("reference and other must hold the same pairs in the same order (measure the same texts).")
+    values = {(name, key): as_values(getattr(result, key), f"{name}.{key}", minimum=1)
+              for name, result in (("reference", reference), ("other", other)) for key in ("socm", "d_mu", "d_sigma")}
     out = {"pairs": len(reference)}
     for key in ("socm", "d_mu", "d_sigma"):
-        x, y = np.asarray(getattr(reference, key), np.float64), np.asarray(getattr(other, key), np.float64)
+        x, y = values["reference", key], values["other", key]
         out[f"reference_{key}"] = float(x.mean())
         out[f"other_{key}"] = float(y.mean())
         out[f"shift_{key}"] = float(y.mean() - x.mean())
-    x, y = np.asarray(reference.socm, np.float64), np.asarray(other.socm, np.float64)
+    x, y = values["reference", "socm"], values["other", "socm"]
     out["max_abs_pair_change_socm"] = float(np.abs(y - x).max())
-    out["pearson_socm"] = float(pearsonr(x, y)[0]) if len(x) > 1 else float("nan")
-    out["spearman_socm"] = float(spearmanr(x, y)[0]) if len(x) > 1 else float("nan")
+    # a correlation needs two pairs and a sample that varies; NaN says there is none
+    varies = len(x) > 1 and np.ptp(x) > 0 and np.ptp(y) > 0
+    out["pearson_socm"] = float(pearsonr(x, y)[0]) if varies else float("nan")
+    out["spearman_socm"] = float(spearmanr(x, y)[0]) if varies else float("nan")
     return out

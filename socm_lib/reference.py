@@ -29,7 +29,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .checks import as_cloud, as_clouds, as_pairs
 from .results import PairResult
+from .stats import mean_norm
 
 
 class ReferencePair(NamedTuple):
@@ -42,11 +44,17 @@ class ReferencePair(NamedTuple):
     trace2: float
 
 
-def lowrank_factor(X, normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """``(A, m)`` of one cloud in float64: ``m`` the (normalised) mean, ``A = (X - 1 m^T)/sqrt(n)``."""
-    X = np.array(X, dtype=np.float64)
+def lowrank_factor(X, normalize: bool = True, name: str = "X") -> tuple[np.ndarray, np.ndarray]:
+    """``(A, m)`` of one cloud in float64: ``m`` the (normalised) mean, ``A = (X - 1 m^T)/sqrt(n)``.
+
+    The cloud is checked as every public function checks it (:func:`socm_lib.checks.as_cloud`), and with
+    ``normalize`` a mean that vanishes (a centred cloud) is refused as :func:`socm_lib.stats.mean_norm` refuses it,
+    whose value, free of overflow, is the divisor.
+    """
+    t = as_cloud(X, name)
+    X = t.numpy()
     if normalize:
-        X = X / np.linalg.norm(X.mean(axis=0))
+        X = X / float(mean_norm(t, name))
     m = X.mean(axis=0)
     return (X - m) / np.sqrt(X.shape[0]), m
 
@@ -57,12 +65,18 @@ def _pair(A: np.ndarray, m1: np.ndarray, B: np.ndarray, m2: np.ndarray) -> Refer
     tr1, tr2 = float(np.sum(A * A)), float(np.sum(B * B))
     d_sigma = max(tr1 + tr2 - 2.0 * nuclear, 0.0) / 4.0
     d_mu = float(np.sum((m1 - m2) ** 2)) / 4.0
+    if not np.isfinite([tr1, tr2, nuclear, d_mu]).all():
+        raise ValueError("The pair's traces or mean distance overflow float64 (clouds of entries near 1e154 or "
+                         "more, with normalize=False); rescale the clouds or normalise them.")
     return ReferencePair(d_mu, d_sigma, (1.0 - d_mu) * d_sigma, tr1, tr2)
 
 
 def lowrank_pair(X1, X2, normalize: bool = True) -> ReferencePair:
     """:math:`d_\\mu`, :math:`d_\\Sigma`, SOCM and both traces of one pair of ``(n_i, d)`` clouds, float64, from the definitions."""
-    return _pair(*lowrank_factor(X1, normalize), *lowrank_factor(X2, normalize))
+    (A, m1), (B, m2) = lowrank_factor(X1, normalize, "X1"), lowrank_factor(X2, normalize, "X2")
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"X1 has d = {A.shape[1]} but X2 has d = {B.shape[1]}; both clouds must have the same d.")
+    return _pair(A, m1, B, m2)
 
 
 def _chunk(args) -> np.ndarray:
@@ -86,8 +100,8 @@ def lowrank_pairs(clouds, pairs, workers: int | None = None, normalize: bool = T
     over ``workers`` processes (default: the CPU count; forked, so POSIX only), one BLAS thread each; a shorter
     list is computed in the calling thread, whose thread settings are left as they are.
     """
-    factors = [lowrank_factor(X, normalize) for X in clouds]
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    factors = [lowrank_factor(X, normalize, f"clouds[{k}]") for k, X in enumerate(as_clouds(clouds))]
+    pairs = as_pairs(pairs, len(factors))
     workers = workers or os.cpu_count() or 1
     if workers == 1 or len(pairs) < 2000:
         rows = _chunk((factors, pairs))

@@ -60,7 +60,7 @@ def load_results(folder=None, *, names=RESULT_NAMES, download: bool = False) -> 
     for name in names:
         path = base / f"{name}.json" if base is not None else None
         if path is not None and path.exists():
-            out[name] = json.loads(path.read_text())
+            out[name] = json.loads(path.read_text(encoding="utf-8"))
         elif download:
             with urllib.request.urlopen(RESULTS_URL.format(name=name), timeout=30) as resp:
                 out[name] = json.loads(resp.read().decode())

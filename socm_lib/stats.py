@@ -106,7 +106,7 @@ def _unit_spread(Y: torch.Tensor) -> torch.Tensor:
 def spread(X) -> float:
     r""":math:`S(X) = \frac1n\sum_j \lVert x_j-\mu\rVert^2 = \operatorname{tr}\Sigma(X)`."""
     Y, s = unit_scale(as_cloud(X, "X"))
-    out = float(_unit_spread(Y)) * float(s) ** 2
+    out = float(_unit_spread(Y)) * float(s) * float(s)  # a product: float ** 2 would raise OverflowError
     if out == float("inf"):
         raise ValueError("X has a spread larger than the largest float64; rescale the cloud (or use "
                          "concentration_ratio, which is scale-free).")

@@ -248,10 +248,14 @@ def _histogram_ranges(given) -> dict:
     for name, value in given.items():
         if name not in _FIELDS:
             raise ValueError(f"range has an unknown key {name!r}; use some of {list(_FIELDS)}.")
+        numbers = (int, float, np.integer, np.floating)
+        if (isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2
+                or not all(isinstance(v, numbers) and not isinstance(v, (bool, np.bool_)) for v in value)):
+            raise TypeError(f"range[{name!r}] must be a pair (low, high) of numbers, got {value!r}.")
         try:
             low, high = (float(v) for v in value)
-        except (TypeError, ValueError):
-            raise TypeError(f"range[{name!r}] must be a pair (low, high) of numbers, got {value!r}.") from None
+        except OverflowError:  # an int beyond float64
+            low = high = float("nan")
         if not (np.isfinite(low) and np.isfinite(high) and low < high):
             raise ValueError(f"range[{name!r}] = {value!r}: need finite low < high.")
         out[name] = (low, high)

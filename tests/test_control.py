@@ -116,7 +116,7 @@ def test_bad_input():
         control.predicted_concentration(0)
     with pytest.raises(ValueError, match="beta"):
         control.predicted_concentration(5, beta=0)
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(ValueError, match="clouds is empty"):
         control.measured_statistics([])
     with pytest.raises(ValueError, match="empty"):
         control.count_statistics([])

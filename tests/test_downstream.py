@@ -102,18 +102,6 @@ def test_pair_frame_identity_and_agreement_with_socm(minilm):
         downstream.pair_frame(minilm, a, b[:2])
 
 
-def test_group_summary_order_and_values():
-    f = pd.DataFrame({"kind": ["x", "y", "x", "y"], "d_mu": [0.1, 0.2, 0.3, 0.4],
-                      "d_sigma": [1.0, 2.0, 3.0, 4.0], "socm": [0.5, 0.6, 0.7, 0.9]})
-    t = downstream.group_summary(f, "kind", ["y", "x", "z"])
-    assert t["kind"].tolist() == ["y", "x"]
-    assert t["pairs"].tolist() == [2, 2]
-    assert t.loc[0, "mean_socm"] == pytest.approx(0.75)
-    assert t.loc[1, "mean_d_sigma"] == pytest.approx(2.0)
-    assert "mean_cosine" not in t
-    assert fixed(t)["mean_socm"].tolist() == ["0.7500", "0.6000"]
-
-
 def test_plots_return_figures():
     import matplotlib
 

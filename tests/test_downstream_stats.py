@@ -76,7 +76,7 @@ def test_bootstrap_rejects_bad_settings(bad, exc):
 
 
 def test_bootstrap_rejects_bad_samples():
-    with pytest.raises(ValueError, match="at least two"):
+    with pytest.raises(ValueError, match="at least 2 are needed"):
         downstream.bootstrap_ci([1.0])
     with pytest.raises(ValueError, match="NaN"):
         downstream.bootstrap_diff_ci([1.0, np.nan], [1.0, 2.0])

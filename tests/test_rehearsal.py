@@ -81,7 +81,7 @@ def test_rehearsal_of_notebooks_4_5_6(standin_hub, tmp_path):
     assert rehearse.output_counts(nb04)["widgets"] >= 1
     assert nb04.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     assert sorted(p.name for p in (tmp_path / "executed" / "explorer").iterdir()) == [
-        "bert.json", "gte.json", "untrained-minilm-l6.json"]  # the stand-ins' results, beside the copies
+        "bert.json", "gte.json", "text-sets.json", "untrained-minilm-l6.json"]  # the stand-ins' results, beside the copies
     after = [*(ROOT / "notebooks").glob("nb0[456]_*.ipynb"), *(ROOT / "notebooks" / "explorer").iterdir()]
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in after} == committed  # copies only
 

@@ -29,9 +29,9 @@ from ..results import PairResult
 from ..stats import cloud_covariance
 from .display import fixed
 
-#: Mahalanobis radius of the 75% region of a 2-D Gaussian: sqrt of the chi-square(2) 0.75 quantile.
+#: Probability mass of the drawn region of a 2-D Gaussian (its Mahalanobis radius is the square root of the
+#: chi-square(2) quantile at this level: :func:`covariance_ellipse`).
 ELLIPSE_LEVEL = 0.75
-ELLIPSE_RADIUS = float(np.sqrt(chi2.ppf(ELLIPSE_LEVEL, 2)))
 
 _COLORS = ("tab:blue", "tab:orange")
 
@@ -209,9 +209,9 @@ def pair_projection(X1, X2, ax=None, *, labels=("text 1", "text 2"), max_label_c
     r"""Figure 1 of Hara et al. (2026) for two token clouds of any dimension ``d``.
 
     Tokens and means are drawn in the joint basis of :func:`project_pair`, each text with its mean (a
-    large X) and the 75% ellipse of its projected covariance (radius :data:`ELLIPSE_RADIUS`). The title
-    gives SOCM, :math:`d_\mu` and :math:`d_\Sigma` of the full d-dimensional clouds (from
-    :func:`socm_lib.socm`) at 3 decimals, preceded by ``title`` if given. Returns the Figure.
+    large X) and the 75% ellipse of its projected covariance (:func:`covariance_ellipse`). The title gives SOCM,
+    :math:`d_\mu` and :math:`d_\Sigma` of the full d-dimensional clouds (from :func:`socm_lib.socm`) at 3 decimals,
+    preceded by ``title`` if given. Returns the Figure.
     """
     proj = project_pair(X1, X2)
     r = socm(_as_array(X1, "X1"), _as_array(X2, "X2"))

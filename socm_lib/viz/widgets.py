@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checks import as_device, as_texts
+from ..checks import as_device, as_texts, distinct_texts
 from ..data import corpus, labelled_pairs, read_stsb, sample_texts, shared_data_dir
 from ..encoders import (OFFLINE_ENCODERS, REGISTRY, Encoder, ModelUnavailableError, hub_reachable, load_encoder,
                         needs_network)
@@ -74,13 +74,13 @@ def _source_pool(source: str) -> tuple[str, ...]:
         return tuple(corpus()["text"])
     if source == "labelled":
         df = labelled_pairs()
-        return tuple(dict.fromkeys(list(df["text_a"]) + list(df["text_b"])))  # distinct texts, first-seen order
+        return tuple(distinct_texts(list(df["text_a"]) + list(df["text_b"])))  # distinct texts, first-seen order
     if source == "stsb-dev":
         path = _stsb_dev_path()
         if path is None:
             raise FileNotFoundError("STS-B is not present: socm_lib.shared_data_dir() has no stsb/sts-dev.csv.")
         df = read_stsb(path)
-        return tuple(t for t in dict.fromkeys(list(df["sentence1"]) + list(df["sentence2"])) if t.strip())
+        return tuple(t for t in distinct_texts(list(df["sentence1"]) + list(df["sentence2"])) if t.strip())
     raise ValueError(f"Unknown text source {source!r}; choose from {list(SOURCES)}.")
 
 
