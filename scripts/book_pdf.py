@@ -42,15 +42,15 @@ FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-u
 PRINT_OPTIONS = {"printBackground": True, "preferCSSPageSize": True}  # the page and margins of print.css
 PAGE_NUMBER_SIZE = 9  # points
 
-# Resolves once the page has loaded, MathJax has typeset it, its Vega-Lite charts are drawn and its images loaded.
+# Resolves once the page has loaded, MathJax has typeset it, its Vega-Lite charts are drawn and laid out (the class
+# vega-drawn, book/_static/vega_charts.js) and its images loaded.
 READY = """
 const done = arguments[arguments.length - 1];
 (async () => {
   if (document.readyState !== 'complete') await new Promise(r => window.addEventListener('load', r, {once: true}));
   if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
   const sleep = ms => new Promise(r => setTimeout(r, ms));
-  for (let k = 0; k < 600 && [...document.querySelectorAll('div.vega-lite-chart')].some(c => !c.querySelector('svg')); k++)
-    await sleep(100);
+  for (let k = 0; k < 600 && document.querySelector('div.vega-lite-chart:not(.vega-drawn)'); k++) await sleep(100);
   for (const img of document.images) img.loading = 'eager';
   await Promise.all([...document.images].map(img => img.complete ? null : new Promise(r => {
     img.addEventListener('load', r, {once: true}); img.addEventListener('error', r, {once: true}); })));

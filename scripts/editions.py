@@ -27,7 +27,9 @@ preprocessors (one transformation, shared by every edition; the student edition 
   of the book is an error. Sentences about the book's own buttons are reworded (`BOOK_ONLY`).
 - `SolutionPreprocessor`: each "Your turn" solution becomes a folded Markdown block (``<details>``), which JupyterLab
   and Colab show closed and Run All never runs.
-- `OutputPreprocessor`: stderr outputs (progress bars) removed, as the book removes them (``nb_output_stderr``).
+- `OutputPreprocessor`: stderr outputs (progress bars) removed, as the book removes them (``nb_output_stderr``),
+  and a widget view whose state the notebook does not hold becomes its plain text ("run this cell ..."), which
+  JupyterLab shows instead of "Error displaying widget: model not found".
 - `InstallPreprocessor`: the Colab install cell installs the library at the commit the edition is built from,
   not the moving branch, so notebook and library cannot drift apart. Built from a copy that is no git checkout (a
   source archive, GitHub's "Download ZIP"), the cell keeps the branch it names, and the script says so.
@@ -68,6 +70,7 @@ from urllib.parse import quote
 import bs4
 import nbformat
 import yaml
+from myst_nb.core.render import WIDGET_STATE_MIMETYPE, WIDGET_VIEW_MIMETYPE
 from myst_nb.core.variables import format_plain_text
 from myst_nb.ext.glue import extract_glue_data_cell
 from nbconvert.preprocessors import Preprocessor
@@ -418,13 +421,20 @@ def folded_solution(cell, task: str) -> nbformat.NotebookNode:
 
 
 class OutputPreprocessor(Preprocessor):
-    """stderr outputs (progress bars) removed where the book removes them (``nb_output_stderr: remove``)."""
+    """stderr outputs (progress bars) removed where the book removes them (``nb_output_stderr: remove``); a widget
+    view without its saved state reduced to its other forms (the plain text that says to run the cell)."""
 
     def preprocess(self, nb, resources):
-        if resources["book"].removes_stderr:
-            for cell in nb.cells:
-                if cell.cell_type == "code":
-                    cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+        state = nb.metadata.get("widgets", {}).get(WIDGET_STATE_MIMETYPE, {}).get("state", {})
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            if resources["book"].removes_stderr:
+                cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+            for output in cell.outputs:
+                view = output.get("data", {}).get(WIDGET_VIEW_MIMETYPE)
+                if view is not None and view.get("model_id") not in state:
+                    del output.data[WIDGET_VIEW_MIMETYPE]
         return nb, resources
 
 
