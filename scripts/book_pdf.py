@@ -154,25 +154,32 @@ class Joined:
     def __init__(self, printed: list[PrintedPage]):
         self.writer = PdfWriter()
         self.first_page = {}  # docname -> index of its first page in the joined PDF
-        self.places = {}  # (docname, id) -> (page index, top)
+        self.docnames = []  # page index -> the docname printed there
+        self.places = {}  # (docname, id) -> (page index, top of the element, or None)
         for page in printed:
             start = len(self.writer.pages)
             self.first_page[page.docname] = start
             for source in page.pdf.pages:
                 self.writer.add_page(source)
+                self.docnames.append(page.docname)
             for name, dest in page.pdf.named_destinations.items():
                 top = dest.get("/Top")
                 self.places[(page.docname, _name(name))] = (start + page.pdf.get_destination_page_number(dest),
                                                             None if top is None or isinstance(top, NullObject)
                                                             else float(top))
 
-    def destination(self, docname: str, anchor: str = "") -> ArrayObject | None:
-        """The explicit destination of `anchor` in page `docname` (its top without an anchor), or None."""
+    def place(self, docname: str, anchor: str = "") -> tuple[int, float | None] | None:
+        """(page index, top) of `anchor` in page `docname` (its first page without an anchor), or None."""
         if docname not in self.first_page:
             return None
-        index, top = self.places.get((docname, anchor), (None, None)) if anchor else (self.first_page[docname], None)
-        if index is None:
+        return self.places.get((docname, anchor)) if anchor else (self.first_page[docname], None)
+
+    def destination(self, docname: str, anchor: str = "") -> ArrayObject | None:
+        """The explicit destination of :meth:`place`, or None."""
+        place = self.place(docname, anchor)
+        if place is None:
             return None
+        index, top = place
         return ArrayObject([self.writer.pages[index].indirect_reference, NameObject("/XYZ"), NullObject(),
                             NullObject() if top is None else FloatObject(top), NullObject()])
 
@@ -182,13 +189,12 @@ def _name(value) -> str:
     return unquote(str(value).removeprefix("/"))
 
 
-def relink(joined: Joined, printed: list[PrintedPage], html: Path, baseurl: str) -> dict[str, int]:
+def relink(joined: Joined, html: Path, baseurl: str) -> dict[str, int]:
     """Rewrite every link annotation of the joined PDF: into a printed page -> its place in the PDF; into another
     built file -> the published book; others (http, mailto) unchanged. Returns counts by kind of link."""
     root = html.resolve().as_uri().rstrip("/") + "/"
     counts = {"internal": 0, "published": 0, "external": 0}
-    for index, page in enumerate(joined.writer.pages):
-        docname = next(d for d, start in sorted(joined.first_page.items(), key=lambda kv: -kv[1]) if start <= index)
+    for page, docname in zip(joined.writer.pages, joined.docnames):
         for ref in page.get("/Annots") or []:
             annot = ref.get_object()
             if annot.get("/Subtype") != "/Link":
@@ -244,17 +250,12 @@ def outline(joined: Joined, printed: list[PrintedPage], parts) -> int:
             chapter = writer.add_outline_item(title=title, page_number=joined.first_page[docname], parent=parent)
             count += 1
             for level, anchor, text in headings[docname]:
-                dest = joined.destination(docname, anchor)
-                if level == 2 and dest is not None:
-                    index = writer.pages.index(dest[0].get_object())
-                    writer.add_outline_item(title=text, page_number=index, parent=chapter, fit=_fit(dest))
+                place = joined.place(docname, anchor)
+                if level == 2 and place is not None:
+                    writer.add_outline_item(title=text, page_number=place[0], parent=chapter, fit=Fit.xyz(top=place[1]))
                     count += 1
     writer.page_mode = "/UseOutlines"
     return count
-
-
-def _fit(dest: ArrayObject) -> Fit:
-    return Fit.xyz(top=None if isinstance(dest[3], NullObject) else float(dest[3]))
 
 
 def number_pages(writer: PdfWriter) -> None:
@@ -283,7 +284,7 @@ def print_book(html: Path, out: Path, toc_path: Path = ROOT / "_toc.yml",
     parts = toc_parts(toc_path)
     printed = print_pages(html, [d for _, docnames in parts for d in docnames])
     joined = Joined(printed)
-    links = relink(joined, printed, html, published_url(config_path))
+    links = relink(joined, html, published_url(config_path))
     bookmarks = outline(joined, printed, parts)
     number_pages(joined.writer)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))

@@ -34,12 +34,12 @@ const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
 const seen = el => el.checkVisibility({visibilityProperty: true, opacityProperty: true});
 const past = new Set();
 for (const el of document.body.querySelectorAll('*')) {
-  const box = el.getBoundingClientRect();
-  if (box.width === 0 || box.right <= width + 1 || !seen(el)) continue;
-  let scroller = null;
-  for (let a = el.parentElement; a && a !== document.body && !scroller; a = a.parentElement)
-    if (['auto', 'scroll'].includes(overflow(a))) scroller = a;
-  if (!scroller) past.add(el);
+  const rect = el.getBoundingClientRect();
+  if (rect.width === 0 || rect.right <= width + 1 || !seen(el)) continue;
+  let box = null;  // the nearest container that scrolls (fine) or clips (reported below, as cutting it off)
+  for (let a = el.parentElement; a && a !== document.body && !box; a = a.parentElement)
+    if (overflow(a) !== 'visible') box = a;
+  if (!box) past.add(el);
 }
 const outermost = [...past].filter(el => !past.has(el.parentElement)).map(name);
 const cut = [];
@@ -49,12 +49,15 @@ for (const el of document.body.querySelectorAll('*')) {
   if (el.parentElement.closest('mjx-container') || getComputedStyle(el).clip !== 'auto') continue;
   if (el.scrollWidth > el.clientWidth + 1) cut.push(name(el) + ' holds ' + el.scrollWidth + ' px in ' + el.clientWidth);
 }
-return [outermost, cut, document.documentElement.scrollWidth];
+const charts = [...document.querySelectorAll('div.vega-lite-chart')].map(h =>
+  [h.clientWidth, Math.ceil(h.querySelector('svg').getBoundingClientRect().width)]);
+return [outermost, cut, document.documentElement.scrollWidth, charts];
 """
 
 
 def measure_pages(paths) -> dict:
-    """{path: [elements past the edge, containers that cut, the page's scroll width]} at the phone's width."""
+    """{path: [elements past the edge, containers that cut, the page's scroll width, [each chart's holder width and
+    drawn width]]} at the phone's width."""
     driver = chromium.start(offline=True, window=f"{WIDTH},{HEIGHT}")
     try:
         driver.set_script_timeout(180)
@@ -80,14 +83,20 @@ def measured():
 
 def test_no_page_is_wider_than_a_phone(measured):
     assert len(measured) >= 27  # the 25 pages of the table of contents, the index and the search page
-    wide = {p.relative_to(HTML).as_posix(): (past[:4], width) for p, (past, _, width) in measured.items()
+    wide = {p.relative_to(HTML).as_posix(): (past[:4], width) for p, (past, _, width, _) in measured.items()
             if past or width > WIDTH}
     assert not wide, f"pages wider than {WIDTH} px (elements past the edge, scroll width): {wide}"
 
 
 def test_nothing_is_cut_off_at_a_phones_width(measured):
-    cut = {p.relative_to(HTML).as_posix(): found[:4] for p, (_, found, _) in measured.items() if found}
+    cut = {p.relative_to(HTML).as_posix(): found[:4] for p, (_, found, _, _) in measured.items() if found}
     assert not cut, f"containers that cut off what they hold at {WIDTH} px: {cut}"
+
+
+def test_the_explorer_lays_out_to_a_phones_width(measured):
+    """Notebook 4's explorer is drawn no wider than its column (its views stacked), not merely scrollable."""
+    charts = measured[HTML / "notebooks" / "nb04_comparator.html"][3]
+    assert len(charts) == 1 and all(0 < drawn <= holder for holder, drawn in charts), charts
 
 
 def test_the_check_finds_what_is_too_wide_and_what_is_cut(tmp_path):
@@ -99,6 +108,6 @@ def test_the_check_finds_what_is_too_wide_and_what_is_cut(tmp_path):
                     "<div id='cuts' style='overflow: hidden; width: 200px'><span style='display: inline-block; "
                     "width: 500px'>cut</span></div></body></html>", encoding="utf-8")
     chromium.require()
-    past, cut, width = measure_pages([page])[page]
+    past, cut, width, _ = measure_pages([page])[page]
     assert [p.split(" ")[0] for p in past] == ["p#wide"] and width > WIDTH
     assert [c.split(" ")[0] for c in cut] == ["div#cuts"]

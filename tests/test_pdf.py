@@ -295,7 +295,7 @@ def test_a_link_to_a_built_file_that_is_no_printed_page_goes_to_the_published_bo
     printed = [book_pdf.PrintedPage("book/ch01", reader)]
     joined = book_pdf.Joined(printed)
     joined.places[("book/ch01", "thm-1")] = (0, 120.0)
-    counts = relink(joined, printed, html, published_url())
+    counts = relink(joined, html, published_url())
     assert counts == {"internal": 1, "published": 1, "external": 0}
     annots = [ref.get_object() for ref in joined.writer.pages[0]["/Annots"]]
     assert annots[0]["/A"]["/URI"] == published_url() + "_sources/notebooks/nb01.ipynb"
@@ -303,7 +303,7 @@ def test_a_link_to_a_built_file_that_is_no_printed_page_goes_to_the_published_bo
     del joined.places[("book/ch01", "thm-1")]
     again = book_pdf.Joined(printed)
     with pytest.raises(ValueError, match="does not hold"):
-        relink(again, printed, html, published_url())
+        relink(again, html, published_url())
 
 
 def _page_words(pdf):

@@ -220,18 +220,20 @@ class Explorer:
         return [f"{p['bind']['name'].strip()}: {p['bind']['labels'][p['bind']['options'].index(p['value'])]}"
                 for p in self.spec()["params"]]
 
+    def still_chart(self) -> alt.VConcatChart:
+        """The chart titled as what a still image of it is: the explorer at its menus' default choices."""
+        return self.chart.properties(title=alt.Title(
+            "A still image of the explorer at its default choices (its menus work in JupyterLab and the online book):",
+            subtitle=self.default_choices(), anchor="start", fontSize=12, subtitleFontSize=11))
+
     def png(self) -> bytes | None:
-        """The chart as first drawn, titled as a still image at the menus' default choices, as PNG bytes (by
-        vl-convert-python), or ``None`` where that is not installed."""
+        """:meth:`still_chart` as PNG bytes (by vl-convert-python), or ``None`` where that is not installed."""
         try:
             import vl_convert
         except ImportError:
             return None
-        still = self.chart.properties(title=alt.Title(
-            "A still image of the explorer at its default choices (its menus work in JupyterLab and the online book):",
-            subtitle=self.default_choices(), anchor="start", fontSize=12, subtitleFontSize=11))
         version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])  # the Vega-Lite of Altair's specs
-        return vl_convert.vegalite_to_png(still.to_dict(), vl_version=version)
+        return vl_convert.vegalite_to_png(self.still_chart().to_dict(), vl_version=version)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         if "google.colab" in sys.modules:  # Altair's HTML renderer
