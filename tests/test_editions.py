@@ -61,8 +61,24 @@ def _is_solution(cell):
     return "solution" in cell.metadata.get("tags", [])
 
 
-def _shown(outputs):
-    return [o for o in outputs if not (o.output_type == "stream" and o.name == "stderr")]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _shown(outputs, widget_state=()):
+    """The outputs an edition keeps: all but stderr, a widget view only where the notebook holds its state."""
+    kept = []
+    for o in outputs:
+        if o.output_type == "stream" and o.name == "stderr":
+            continue
+        view = o.get("data", {}).get(WIDGET_VIEW)
+        if view is not None and view["model_id"] not in widget_state:
+            o = nbformat.from_dict({**o, "data": {k: v for k, v in o.data.items() if k != WIDGET_VIEW}})
+        kept.append(o)
+    return kept
+
+
+def _widget_state(nb):
+    return nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
 
 
 FOLDED = re.compile(r"<details><summary>Solution to (Task \d) \(click to open; copy the code into a cell to run "
@@ -80,11 +96,24 @@ def test_code_cells_and_outputs_are_the_notebooks_own(written, page):
     assert [c.get("id") for c in cells] == [c.get("id") for c in original.cells]
     pairs = [(c, o) for c, o in zip(cells, original.cells) if o.cell_type == "code"]
     kept = [(c, o) for c, o in pairs if not _is_solution(o) and "%pip install" not in o.source]
-    assert [(c.source, c.outputs) for c, o in kept] == [(editions.carried(o.source), _shown(o.outputs)) for c, o in kept]
+    state = _widget_state(original)
+    assert [(c.source, c.outputs) for c, o in kept] == [(editions.carried(o.source), _shown(o.outputs, state))
+                                                        for c, o in kept]
     for cell, orig in [(c, o) for c, o in pairs if _is_solution(o)]:
         folded = FOLDED.fullmatch(cell.source)
         assert folded and folded[3] == orig.source.rstrip(), cell.source
         assert cell.metadata["tags"] == orig.metadata["tags"]
+
+
+def test_a_widget_without_saved_state_shows_its_plain_text_in_the_edition(written):
+    """The comparator's output (notebook 4) keeps no widget state (the book does not show it), so its edition shows
+    the line that says to run the cell, not JupyterLab's "Error displaying widget: model not found"."""
+    source = nbformat.read(ROOT / "notebooks/nb04_comparator.ipynb", as_version=4)
+    views = [o for c in source.cells if c.cell_type == "code" for o in c.outputs if WIDGET_VIEW in o.get("data", {})]
+    assert views and not _widget_state(source), "notebook 4 shows no widget, or keeps its state: pick another case"
+    shown = [o for c in written[1]["notebooks/nb04_comparator"].cells if c.cell_type == "code" for o in c.outputs
+             if "run this cell to use the comparator" in o.get("data", {}).get("text/plain", "")]
+    assert shown and not [o for o in shown if WIDGET_VIEW in o.data]
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("notebooks/")])

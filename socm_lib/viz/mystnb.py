@@ -48,16 +48,16 @@ class VegaLiteRenderer:
 
     @staticmethod
     def handle_mime(renderer, data, inline: bool):
-        if data.mime_type == keyboard.MIME and data.string == keyboard.SCRIPT:
-            return []
-        alts = data.cell_metadata.get(ALTS)
-        if not inline and data.mime_type in IMAGES and alts and data.output_index is not None:
+        if data.mime_type == keyboard.MIME:
+            return [] if data.string == keyboard.SCRIPT else None
+        alts = data.cell_metadata.get(ALTS) if data.mime_type in IMAGES and not inline else None
+        if alts and data.output_index is not None:
             if data.output_index >= len(alts):
                 raise ValueError(f"cell {data.cell_index}: {ALTS} has {len(alts)} alt texts, none for output "
                                  f"{data.output_index}")
-            nodes = renderer.render_image(data)
-            nodes[0]["alt"] = alts[data.output_index]
-            return nodes
+            images = renderer.render_image(data)
+            images[0]["alt"] = alts[data.output_index]
+            return images
         if inline or data.mime_type != VEGALITE_MIME:
             return None
         from docutils import nodes
