@@ -110,18 +110,20 @@ def _margin_pt():
     return float(size) * {"mm": 72 / 25.4, "cm": 72 / 2.54, "in": 72.0, "pt": 1.0}[unit]
 
 
+@lru_cache
 def _words(pdf):
     """(page number, page width, word, box (xMin, yMin, xMax, yMax)) of every word of `pdf`, in points."""
     _text(pdf)  # fails with a clear message if the PDF is missing
     listing = subprocess.run([_tool("pdftotext"), "-bbox", str(pdf), "-"], capture_output=True, text=True,
                              check=True).stdout
-    page = width = 0
+    words, page, width = [], 0, 0
     for line in listing.splitlines():
         if m := re.search(r'<page width="([\d.]+)"', line):
             page, width = page + 1, float(m.group(1))
         elif m := re.search(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">(.*)</word>',
                             line):
-            yield page, width, unescape(m.group(5)), tuple(float(v) for v in m.groups()[:4])
+            words.append((page, width, unescape(m.group(5)), tuple(float(v) for v in m.groups()[:4])))
+    return tuple(words)
 
 
 @PRINTED
@@ -306,6 +308,7 @@ def test_a_link_to_a_built_file_that_is_no_printed_page_goes_to_the_published_bo
         relink(again, html, published_url())
 
 
+@lru_cache
 def _page_words(pdf):
     """{page number: [(word, box)]} of `pdf` (pdftotext's boxes: points from the page's top left)."""
     pages = {}
