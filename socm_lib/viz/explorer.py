@@ -150,14 +150,16 @@ def explorer_chart(results: Results, *, encoder_a: str | None = None, encoder_b:
     socm_scale = alt.Scale(domain=[0, top["socm"]], nice=False)
     diagonal = alt.Chart(pd.DataFrame({"v": [0.0, top["socm"]]})).mark_line(strokeDash=[4, 4], color="#767676").encode(
         x=alt.X("v:Q", scale=socm_scale), y=alt.Y("v:Q", scale=socm_scale))
+    # each side of the diagonal named inside it: top left (B above A), and right, low enough that the whole label
+    # stays below the diagonal (A above B)
     sides = alt.Chart(pd.DataFrame({"x": [0.03 * top["socm"], 0.97 * top["socm"]],
-                                    "y": [0.97 * top["socm"], 0.03 * top["socm"]],
+                                    "y": [0.97 * top["socm"], 0.3 * top["socm"]],
                                     "align": ["left", "right"], "label": ["B collapses more", "A collapses more"]}))
     side_labels = alt.layer(*(
         sides.transform_filter(f"datum.align == '{align}'").mark_text(align=align, baseline=baseline, fontSize=11,
                                                                       color="#4d4d4d")
         .encode(x=alt.X("x:Q", scale=socm_scale), y=alt.Y("y:Q", scale=socm_scale), text="label:N")
-        for align, baseline in (("left", "top"), ("right", "bottom"))))
+        for align, baseline in (("left", "top"), ("right", "middle"))))
     socm_ab = alt.layer(
         diagonal,
         looked_up.mark_circle(size=14, fillOpacity=0.4, color="#54a24b", aria=False).encode(
