@@ -7,7 +7,7 @@
 #   make lab    JupyterLab on 127.0.0.1 with the editions, linked to the book built here, in _build/lab/ (PORT=, LAB_ARGS=)
 #   make student   the student kit (editions without solutions or outputs) in _build/student/socm-book-student/, and zipped
 #   make student-book   the HTML book without any solution, in _build/student-book/html (and its checks)
-#   make pdf   the whole book for readers as one PDF, _build/pdf/socm-book.pdf (headless chromium + pdfunite), and its checks
+#   make pdf   the whole book for readers as one PDF, _build/pdf/socm-book.pdf (headless chromium + pypdf: links inside the PDF, bookmarks, page numbers), and its checks
 #   make student-pdf   the student book as one PDF, _build/pdf/socm-book-student.pdf, and the checks of every student artifact
 #   make assignments   graded assignments of every lab in _build/assignments/<lab>/ (student/, autograder/*.zip)
 #   make rehearse   run notebooks 4-6 on stand-in BERT/GTE checkpoints (copies), record notebooks/rehearsal.json
@@ -72,19 +72,21 @@ student-book: build-book build-student-book  # the checks compare with the main 
 	$(PY) -m pytest -q tests/test_student_book.py
 	@echo "The student book is built: open $(CURDIR)/_build/student-book/html/index.html in a browser."
 
-# the book printed page by page with Debian's chromium (MathJax typeset offline) and joined with poppler's pdfunite
+# the book printed page by page with Debian's chromium (MathJax typeset offline) and joined by pypdf, its links
+# made into links inside the PDF (or to the published book), with bookmarks and page numbers
 build-pdf: build-book
 	$(PY) scripts/book_pdf.py --out _build/pdf/socm-book.pdf
 
-pdf: build-pdf
-	$(PY) -m pytest -q tests/test_pdf.py
+pdf: build-pdf  # the checks of the reader's PDF only: the student PDF is `make student-pdf`'s
+	$(PY) -m pytest -q tests/test_pdf.py -k "not student"
 
 # the student book printed the same way: the PDF to hand out
 build-student-pdf: build-student-book
 	$(PY) scripts/book_pdf.py --html _build/student-book/html --out _build/pdf/socm-book-student.pdf
 
 student-pdf: build-book build-pdf build-student-pdf student  # the checks compare with the reader's book and PDF
-	$(PY) -m pytest -q tests/test_student_artifacts.py tests/test_pdf.py
+	$(PY) -m pytest -q tests/test_student_artifacts.py
+	$(PY) -m pytest -q tests/test_pdf.py -k student
 
 # every test: the suite, then nbval of every notebook on another kernel family, then the floors
 test: test-suite test-kernels test-floors

@@ -27,10 +27,17 @@ preprocessors (one transformation, shared by every edition; the student edition 
   of the book is an error. Sentences about the book's own buttons are reworded (`BOOK_ONLY`).
 - `SolutionPreprocessor`: each "Your turn" solution becomes a folded Markdown block (``<details>``), which JupyterLab
   and Colab show closed and Run All never runs.
-- `OutputPreprocessor`: stderr outputs (progress bars) removed, as the book removes them (``nb_output_stderr``).
+- `OutputPreprocessor`: stderr outputs (progress bars) removed, as the book removes them (``nb_output_stderr``),
+  and a widget view whose state the notebook does not hold becomes its plain text ("run this cell ..."), which
+  JupyterLab shows instead of "Error displaying widget: model not found".
 - `InstallPreprocessor`: the Colab install cell installs the library at the commit the edition is built from,
   not the moving branch, so notebook and library cannot drift apart. Built from a copy that is no git checkout (a
   source archive, GitHub's "Download ZIP"), the cell keeps the branch it names, and the script says so.
+- `RecordsPreprocessor`: a page that reads the book's records (``json.loads(Path("../notebooks/<name>.json")
+  .read_text())``: the status and teaching pages read execution.json, rehearsal.json, grading.json) carries them:
+  each such read becomes ``RECORDS["<name>.json"]``, and a folded cell before the first one defines ``RECORDS``, the
+  records as they were when the edition was built. So the edition runs where it opens, in Colab, in `make lab`'s
+  folder or as a downloaded notebook with nothing beside it.
 - `KernelPreprocessor`: the kernel metadata that ipykernel itself reports, so JupyterLab does not rewrite it
   (and mark the notebook modified) the moment the kernel connects.
 - `ColabBadgePreprocessor`: an "Open in Colab" link in the first cell, pointing at this edition on the
@@ -50,7 +57,9 @@ glue formatting is myst-nb's, reference numbers and targets are Sphinx's (read f
 """
 
 import argparse
+import json
 import posixpath
+import pprint
 import re
 import shutil
 import subprocess
@@ -61,6 +70,7 @@ from urllib.parse import quote
 import bs4
 import nbformat
 import yaml
+from myst_nb.core.render import WIDGET_STATE_MIMETYPE, WIDGET_VIEW_MIMETYPE
 from myst_nb.core.variables import format_plain_text
 from myst_nb.ext.glue import extract_glue_data_cell
 from nbconvert.preprocessors import Preprocessor
@@ -411,13 +421,20 @@ def folded_solution(cell, task: str) -> nbformat.NotebookNode:
 
 
 class OutputPreprocessor(Preprocessor):
-    """stderr outputs (progress bars) removed where the book removes them (``nb_output_stderr: remove``)."""
+    """stderr outputs (progress bars) removed where the book removes them (``nb_output_stderr: remove``); a widget
+    view without its saved state reduced to its other forms (the plain text that says to run the cell)."""
 
     def preprocess(self, nb, resources):
-        if resources["book"].removes_stderr:
-            for cell in nb.cells:
-                if cell.cell_type == "code":
-                    cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+        state = nb.metadata.get("widgets", {}).get(WIDGET_STATE_MIMETYPE, {}).get("state", {})
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            if resources["book"].removes_stderr:
+                cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+            for output in cell.outputs:
+                view = output.get("data", {}).get(WIDGET_VIEW_MIMETYPE)
+                if view is not None and view.get("model_id") not in state:
+                    del output.data[WIDGET_VIEW_MIMETYPE]
         return nb, resources
 
 
@@ -437,6 +454,51 @@ class InstallPreprocessor(Preprocessor):
         return nb, resources
 
 
+RECORD_READ = re.compile(r'json\.loads\(Path\("\.\./notebooks/(?P<name>[\w.-]+\.json)"\)\.read_text\(\)\)')
+RECORDS_CELL_ID = "carried-records"
+
+
+def carried(source: str) -> str:
+    """`source` with every read of a record (`RECORD_READ`) made a read of the copy the edition carries."""
+    return RECORD_READ.sub(lambda m: f'RECORDS["{m["name"]}"]', source)
+
+
+class RecordsPreprocessor(Preprocessor):
+    """Every read of a record of the book's repository (`RECORD_READ`) -> ``RECORDS[name]``, which a folded cell,
+    inserted before the first cell that reads one, defines from the records as they are now. Any other mention of
+    ``../notebooks/`` left in a code cell is an error: the edition could not run alone."""
+
+    def preprocess(self, nb, resources):
+        book, names, first = resources["book"], {}, None
+        for k, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            for m in RECORD_READ.finditer(cell.source):
+                names.setdefault(m["name"], None)
+                first = k if first is None else first
+            cell.source = carried(cell.source)
+            if "../notebooks/" in cell.source:
+                raise ValueError(f"{resources['docname']}: a code cell reads ../notebooks/ in a way the edition cannot "
+                                 f"carry (read records as json.loads(Path(\"../notebooks/<name>.json\").read_text())):"
+                                 f" {cell.source[:120]!r}")
+        if names:
+            nb.cells.insert(first, records_cell(book, list(names)))
+        return nb, resources
+
+
+def records_cell(book: "Book", names: list[str]) -> nbformat.NotebookNode:
+    """The folded code cell that defines ``RECORDS``: the records `names` of notebooks/ as they are now."""
+    records = {name: json.loads((book.root / "notebooks" / name).read_text(encoding="utf-8")) for name in names}
+    built = f"commit {book.commit[:12]}" if book.commit else "a copy that is no git checkout"
+    source = (f"# @title The records this page reads, carried by this edition (built from {built})\n"
+              "# Colab, and a notebook downloaded alone, have no notebooks/ folder beside them: the cells below read\n"
+              f"# these copies of {', '.join('notebooks/' + n for n in names)}, as they were when the edition was built.\n"
+              f"RECORDS = {pprint.pformat(records, width=116, sort_dicts=False)}")
+    cell = nbformat.v4.new_code_cell(source, metadata={"jupyter": {"source_hidden": True}, "cellView": "form"})
+    cell.id = RECORDS_CELL_ID
+    return cell
+
+
 class KernelPreprocessor(Preprocessor):
     """The kernel metadata as ipykernel reports it (its kernelspec's name and display name, the running Python's
     language_info): JupyterLab rewrites any other value when the kernel connects, which marks the notebook
@@ -454,7 +516,8 @@ class KernelPreprocessor(Preprocessor):
 
 
 PLAIN = [GluePreprocessor, ReferencePreprocessor, CitationPreprocessor, MacroPreprocessor, LinkPreprocessor,
-         SolutionPreprocessor, OutputPreprocessor, InstallPreprocessor, KernelPreprocessor, ColabBadgePreprocessor]
+         SolutionPreprocessor, OutputPreprocessor, InstallPreprocessor, RecordsPreprocessor, KernelPreprocessor,
+         ColabBadgePreprocessor]
 
 
 def run_preprocessors(nb, preprocessors, resources):

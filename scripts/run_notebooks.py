@@ -1,4 +1,5 @@
-"""Execute notebooks top to bottom in a fresh kernel and save them in place, widget state included.
+"""Execute notebooks top to bottom in a fresh kernel and save them in place, with the widget state of the widgets
+the book shows.
 
 Usage: python scripts/run_notebooks.py [notebooks/nb01_socm_by_hand.ipynb ...]   (default: all of them)
 
@@ -7,6 +8,10 @@ provenance of every encoder a notebook loaded: Hugging Face id and the commit of
 book's pages that show that record, the status page (book/status.ipynb) and the lab times of the
 syllabus (book/teaching.ipynb), are re-executed last. The committed
 outputs are what nbval re-checks in CI and what the book shows.
+
+The widgets' state is saved only where the book draws a widget from it: a cell whose output the book removes (tag
+`remove-output` or `remove-cell`, as the comparator's, which needs a kernel) leaves none, since the state would make
+the page load RequireJS and the widget manager for nothing.
 """
 
 import datetime
@@ -19,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 
 import nbformat
+from myst_nb.core.render import WIDGET_VIEW_MIMETYPE
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +36,13 @@ PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-
 # Run in each notebook's kernel after its last cell (and removed again): what socm_lib.encoders.provenance says
 # about every encoder the notebook loaded.
 PROVENANCE_CELL = "import json, socm_lib.encoders\nprint(json.dumps(socm_lib.encoders.loaded_provenance()))"
+REMOVED = {"remove-output", "remove-cell"}  # the tags of cells whose outputs the book does not show
+
+
+def shows_a_widget(nb) -> bool:
+    """Whether the book draws a widget of `nb`: a widget view in the outputs of a cell it shows."""
+    return any(WIDGET_VIEW_MIMETYPE in output.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
+               and not REMOVED & set(cell.metadata.get("tags", [])) for output in cell.outputs)
 
 
 def environment(notebooks: dict) -> dict:
@@ -69,6 +82,8 @@ def run(path: Path, provenance: bool = False) -> tuple[float, list | None]:
     NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     seconds = time.perf_counter() - start
+    if not shows_a_widget(nb):
+        nb.metadata.pop("widgets", None)
     models = None
     if provenance:
         cell = nb.cells.pop()

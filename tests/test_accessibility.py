@@ -4,11 +4,13 @@ with no network in Debian's headless chromium (selenium), one browser session fo
 - axe-core (pinned in scripts/fetch_assets.sh, which `make build-book` runs; tests only, never published) finds no
   violation of the WCAG 2 A and AA rules (``runOnly: ['wcag2a', 'wcag2aa']``);
 - the console shows no error (level SEVERE) while the page loads, its widgets are drawn and formulas typeset;
-- every image, those the widgets draw included, has alt text that says what it shows;
+- every image, those the widgets draw included, has alt text that says what it shows, and no two figures of a page
+  share one;
 
 and every image output of the book's notebooks carries that alt text in its cell's metadata
-(``"mystnb": {"image": {"alt": ...}}``), which myst-nb puts on the notebook's page and scripts/book_accessibility.py
-on the chapters that glue the figure.
+(``"mystnb": {"image": {"alt": ...}}``, or one per output in ``"image_alts"``), which myst-nb (and
+socm_lib.viz.mystnb) puts on the notebook's page and scripts/book_accessibility.py on the chapters that glue the
+figure.
 
 Speed. axe's cost grows with the number of elements of a page, and two kinds of element are many and alike: the
 elements MathJax draws formulas with (90 % of a chapter's 20,000 elements, and most of the time a chapter takes to
@@ -23,6 +25,7 @@ contrast. Every other rule checks every element.
 
 import re
 import sys
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -214,6 +217,19 @@ def test_every_image_has_alt_text_that_says_what_it_shows(audited, book):
     assert not bad, f"images without a description in the {book}:\n" + "\n".join(bad)
 
 
+@pytest.mark.parametrize("book", BOOKS)
+def test_no_two_figures_of_a_page_share_an_alt_text(audited, book):
+    """Each figure says what it itself shows: a cell that draws several images gives each its own alt text
+    (``"image_alts"`` in its metadata, socm_lib.viz.mystnb), not one text for all (notebook 4's three scatters)."""
+    shared = {}
+    for page, result in audited[book].items():
+        figures = {src: alt for alt, src in result["images"] if "_images/" in src}
+        repeated = [alt for alt, n in Counter(figures.values()).items() if n > 1]
+        if repeated:
+            shared[page] = repeated
+    assert not shared, f"figures sharing an alt text in the {book}: {shared}"
+
+
 def test_the_published_book_does_not_carry_the_audit_script():
     """axe-core is fetched for the tests only: Sphinx copies no dot-folder of _build/vendor into _static/."""
     assert AXE.exists(), "scripts/fetch_assets.sh _build/vendor was not run"
@@ -229,6 +245,9 @@ def test_every_image_output_has_alt_text_in_its_cell_metadata(path):
         shown = [m for o in cell.get("outputs", []) for m in o.get("data", {})
                  if m.rpartition("papermill.record/")[2] in IMAGE_TYPES]
         alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt")
-        if shown and not describes(alt):
-            missing.append(f"cell {k} ({cell.source.splitlines()[0][:60]!r}): alt {alt!r}")
+        alts = cell.metadata.get("image_alts") or [alt] * len(cell.get("outputs", []))
+        images = [n for n, o in enumerate(cell.get("outputs", [])) if set(o.get("data", {})) & set(IMAGE_TYPES)]
+        bad = [n for n in images if n >= len(alts) or not describes(alts[n])]
+        if shown and (not describes(alt) or bad):
+            missing.append(f"cell {k} ({cell.source.splitlines()[0][:60]!r}): alt {alt!r}, outputs {bad} undescribed")
     assert not missing, f"{path.name}: image outputs without alt text (cell metadata mystnb.image.alt): {missing}"

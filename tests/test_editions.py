@@ -4,6 +4,7 @@ published pages, its mathematics rendering with a stock MathJax (the vendored on
 macros made errors) in headless Chromium. Needs the built book (`make test` builds it first)."""
 
 import html
+import json
 import posixpath
 import re
 import sys
@@ -60,8 +61,24 @@ def _is_solution(cell):
     return "solution" in cell.metadata.get("tags", [])
 
 
-def _shown(outputs):
-    return [o for o in outputs if not (o.output_type == "stream" and o.name == "stderr")]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _shown(outputs, widget_state=()):
+    """The outputs an edition keeps: all but stderr, a widget view only where the notebook holds its state."""
+    kept = []
+    for o in outputs:
+        if o.output_type == "stream" and o.name == "stderr":
+            continue
+        view = o.get("data", {}).get(WIDGET_VIEW)
+        if view is not None and view["model_id"] not in widget_state:
+            o = nbformat.from_dict({**o, "data": {k: v for k, v in o.data.items() if k != WIDGET_VIEW}})
+        kept.append(o)
+    return kept
+
+
+def _widget_state(nb):
+    return nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
 
 
 FOLDED = re.compile(r"<details><summary>Solution to (Task \d) \(click to open; copy the code into a cell to run "
@@ -71,18 +88,32 @@ FOLDED = re.compile(r"<details><summary>Solution to (Task \d) \(click to open; c
 @pytest.mark.parametrize("page", PAGES)
 def test_code_cells_and_outputs_are_the_notebooks_own(written, page):
     """Every code cell keeps its code and its outputs but stderr, except the install cell (its commit, tested
-    below); every solution becomes Markdown holding exactly its code, folded, so that Run All never runs it."""
+    below) and the reads of the records a page carries (tested below); every solution becomes Markdown holding
+    exactly its code, folded, so that Run All never runs it."""
     original = nbformat.read(ROOT / f"{page}.ipynb", as_version=4)
-    nb = written[1][page]
-    assert [c.cell_type for c in nb.cells] == ["markdown" if _is_solution(c) else c.cell_type for c in original.cells]
-    assert [c.get("id") for c in nb.cells] == [c.get("id") for c in original.cells]
-    pairs = [(c, o) for c, o in zip(nb.cells, original.cells) if o.cell_type == "code"]
+    cells = [c for c in written[1][page].cells if c.get("id") != editions.RECORDS_CELL_ID]
+    assert [c.cell_type for c in cells] == ["markdown" if _is_solution(c) else c.cell_type for c in original.cells]
+    assert [c.get("id") for c in cells] == [c.get("id") for c in original.cells]
+    pairs = [(c, o) for c, o in zip(cells, original.cells) if o.cell_type == "code"]
     kept = [(c, o) for c, o in pairs if not _is_solution(o) and "%pip install" not in o.source]
-    assert [(c.source, c.outputs) for c, o in kept] == [(o.source, _shown(o.outputs)) for c, o in kept]
+    state = _widget_state(original)
+    assert [(c.source, c.outputs) for c, o in kept] == [(editions.carried(o.source), _shown(o.outputs, state))
+                                                        for c, o in kept]
     for cell, orig in [(c, o) for c, o in pairs if _is_solution(o)]:
         folded = FOLDED.fullmatch(cell.source)
         assert folded and folded[3] == orig.source.rstrip(), cell.source
         assert cell.metadata["tags"] == orig.metadata["tags"]
+
+
+def test_a_widget_without_saved_state_shows_its_plain_text_in_the_edition(written):
+    """The comparator's output (notebook 4) keeps no widget state (the book does not show it), so its edition shows
+    the line that says to run the cell, not JupyterLab's "Error displaying widget: model not found"."""
+    source = nbformat.read(ROOT / "notebooks/nb04_comparator.ipynb", as_version=4)
+    views = [o for c in source.cells if c.cell_type == "code" for o in c.outputs if WIDGET_VIEW in o.get("data", {})]
+    assert views and not _widget_state(source), "notebook 4 shows no widget, or keeps its state: pick another case"
+    shown = [o for c in written[1]["notebooks/nb04_comparator"].cells if c.cell_type == "code" for o in c.outputs
+             if "run this cell to use the comparator" in o.get("data", {}).get("text/plain", "")]
+    assert shown and not [o for o in shown if WIDGET_VIEW in o.data]
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("notebooks/")])
@@ -256,7 +287,7 @@ def test_the_install_cell_installs_the_commit_the_edition_is_built_from(written)
 
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     url = BOOK.config["repository"]["url"]
-    for page in [p for p in PAGES if p.startswith("notebooks/")]:
+    for page in PAGES:  # the labs and the book's pages that compute (status, teaching)
         install = next(c for c in written[1][page].cells if c.cell_type == "code")
         assert f"git+{url}@{head}" in install.source, f"{page}: {install.source}"
         original = next(c for c in nbformat.read(ROOT / f"{page}.ipynb", as_version=4).cells if c.cell_type == "code")
@@ -358,3 +389,53 @@ def test_the_committed_outputs_hold_no_stderr(path):
     found = [k for k, c in enumerate(nb.cells) if c.cell_type == "code"
              for o in c.outputs if o.output_type == "stream" and o.name == "stderr"]
     assert not found, f"{path.name}: stderr in cells {sorted(set(found))}"
+
+
+BOOK_PAGES = [p for p in PAGES if p.startswith("book/")]  # the status and teaching pages
+
+
+def _printed(nb):
+    """What each code cell showed: its stdout and the plain text of its results, by cell id."""
+    return {c.id: [o.get("text") or o.get("data", {}).get("text/plain") for o in _shown(c.outputs)]
+            for c in nb.cells if c.cell_type == "code" and c.id != editions.RECORDS_CELL_ID}
+
+
+@pytest.mark.parametrize("page", BOOK_PAGES)
+def test_a_book_page_edition_runs_in_the_lab_folder_and_alone(tmp_path, page):
+    """The edition of the status and teaching pages runs from the top where `make lab` puts it (scripts/book_lab.py)
+    and as a notebook alone in an empty folder (Colab, a download), with no file beside it, and shows what the
+    book shows: it carries the records it reads (notebooks/*.json)."""
+    import shutil
+
+    import book_lab
+    from nbclient import NotebookClient
+
+    lab = tmp_path / "lab"
+    book_lab.prepare(lab)
+    alone = tmp_path / "alone" / Path(page).name
+    alone.parent.mkdir()
+    shutil.copyfile(lab / f"{page}.ipynb", alone)
+    committed = _printed(nbformat.read(ROOT / f"{page}.ipynb", as_version=4))
+    for path in (lab / f"{page}.ipynb", alone):
+        nb = nbformat.read(path, as_version=4)
+        assert "../notebooks/" not in "".join(c.source for c in nb.cells if c.cell_type == "code")
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+        assert _printed(nb) == committed, f"{path}: the edition shows other results than the book"
+    assert sorted(p.name for p in alone.parent.iterdir()) == [alone.name], "running it wrote beside it"
+
+
+def test_a_page_reading_records_it_cannot_carry_is_an_error():
+    """The records check can fail: a page that reads notebooks/ another way is refused, and one that reads a record
+    the way the pages do carries it."""
+    read = nbformat.v4.new_code_cell('record = json.loads(Path("../notebooks/execution.json").read_text())')
+    nb, _ = editions.RecordsPreprocessor().preprocess(nbformat.v4.new_notebook(cells=[read]),
+                                                      {"book": BOOK, "docname": "book/status"})
+    assert [c.id for c in nb.cells] == [editions.RECORDS_CELL_ID, read.id]
+    assert nb.cells[1].source == 'record = RECORDS["execution.json"]'
+    scope = {}
+    exec(nb.cells[0].source, scope)
+    assert scope["RECORDS"]["execution.json"] == json.loads((ROOT / "notebooks/execution.json").read_text())
+    other = nbformat.v4.new_code_cell('text = open("../notebooks/grading.json").read()')
+    with pytest.raises(ValueError, match="cannot carry"):
+        editions.RecordsPreprocessor().preprocess(nbformat.v4.new_notebook(cells=[other]),
+                                                  {"book": BOOK, "docname": "book/teaching"})

@@ -2,7 +2,9 @@
 (file://) in Debian's headless chromium driven by selenium, every host name unresolvable. The chart is drawn from
 the book's own scripts; changing encoder B, the texts and the pair kind in its menus shows the averages of the
 committed results files (read here from notebooks/explorer/, not typed); the explorer's scripts log no error; the
-comparator widget, which needs a kernel, gives way to the explorer with one line saying so. Needs the built book
+comparator widget, which needs a kernel, gives way to the explorer with one line saying so, and leaves no widget state
+that would load RequireJS and the widget manager; the chart says how to read it, and a print of it says which choices
+it shows. Needs the built book
 (`make test` builds it); the screenshot goes to _build/screenshots/ (a CI artifact)."""
 
 import json
@@ -21,8 +23,8 @@ SHOTS = ROOT / "_build" / "screenshots"
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1280,2400"]
-LINE = re.compile(r"^(?P<slot>[AB]) (?P<name>\S+): average SOCM (?P<socm>\d\.\d{4}), d_mu \d\.\d{4}, "
-                  r"d_sigma \d\.\d{4}$")
+NAME = re.compile(r"^(?P<slot>[AB]) (?P<name>\S+)$")  # each encoder's line, then its averages' line
+VALUES = re.compile(r"^\s*SOCM (?P<socm>\d\.\d{4}),\s+dμ \d\.\d{4},\s+dΣ \d\.\d{4}$")
 COUNT = re.compile(r"^Averages over (?P<pairs>[\d,]+) pairs:$")
 
 
@@ -63,7 +65,8 @@ def _averages(driver) -> dict:
     "pairs": number of pairs}, or {} before they are drawn."""
     lines = driver.execute_script(
         "return [...document.querySelectorAll('.vega-lite-chart svg text')].map(t => t.textContent)")
-    shown = {m["slot"]: (m["name"], m["socm"]) for m in map(LINE.match, lines) if m}
+    shown = {name["slot"]: (name["name"], values["socm"]) for name, values in
+             zip(map(NAME.match, lines), map(VALUES.match, lines[1:])) if name and values}
     counts = [int(m["pairs"].replace(",", "")) for m in map(COUNT.match, lines) if m]
     return {**shown, "pairs": counts[0]} if len(shown) == 2 and len(counts) == 1 else {}
 
@@ -129,4 +132,34 @@ def test_the_explorer_logs_nothing_and_the_widget_gives_way(page):
     vega = [s for s in scripts if "/vega" in s]
     assert vega == ["../_static/vega/vega.min.js", "../_static/vega/vega-lite.min.js",
                     "../_static/vega/vega-embed.min.js", "../_static/vega_charts.js"], scripts
-    assert scripts.index(vega[-1]) < min((scripts.index(s) for s in scripts if "require" in s), default=len(scripts))
+    # no stale widget state: the comparator's output is not in the book, so neither RequireJS nor the widget manager
+    assert not [s for s in scripts if "require" in s or "html-manager" in s or "widget-manager" in s], scripts
+
+
+def test_the_explorer_says_how_to_read_it_and_what_a_print_shows(page):
+    """The chart's key (high SOCM, the diagonal) and axis titles in dμ and dΣ; the note that a print shows instead of
+    the menus names the choices and says whether they are the defaults (the test above changed them)."""
+    from selenium.webdriver.support.ui import Select
+
+    text = " ".join(page.execute_script(
+        "return [...document.querySelectorAll('.vega-lite-chart svg text')].map(t => t.textContent)"))
+    for words in ("How to read it", "is high when", "B collapses the pair more than A", "B collapses more",
+                  "A collapses more", "dμ (means apart)", "dΣ (shapes apart)"):
+        assert words in text, words
+    assert "d_mu" not in text and "d_sigma" not in text
+    note = page.find_element("css selector", ".vega-print-note")
+    assert not note.is_displayed()  # on screen the menus say it; print.css shows the note on paper
+    menus = _menus(page)
+    for name, value in (("texts", "corpus"), ("pair kind (labelled pairs)", "all")):
+        Select(menus[name]).select_by_value(value)
+    chosen = {name: Select(menu).first_selected_option.text for name, menu in menus.items()}
+    said = note.get_attribute("textContent")
+    assert all(f"{name}: {label}" in said for name, label in chosen.items()), said
+    defaults = json.loads(page.execute_script(
+        "return document.querySelector('.vega-lite-chart script[type=\"application/json\"]').textContent"))["params"]
+    at_defaults = all(chosen[p["bind"]["name"].strip()] == p["bind"]["labels"][p["bind"]["options"].index(p["value"])]
+                      for p in defaults)
+    assert ("(its default choices)" in said) == at_defaults and ("not its default choices" in said) != at_defaults
+    for p in defaults:
+        Select(menus[p["bind"]["name"].strip()]).select_by_value(p["value"])
+    assert "(its default choices)" in note.get_attribute("textContent")

@@ -3,7 +3,9 @@
 token, on a free port, and driven by Debian's headless chromium through selenium (Debian's chromedriver). The
 comparator's notebook opens without being marked modified, runs from the top without an error or stderr output and
 draws its widget (labelled controls, not their plain-text form) and the explorer (a Vega-Lite chart, drawn by
-JupyterLab itself); changing encoder B changes the printed averages. A lab
+JupyterLab itself, whose spec draws no version warning); changing encoder B changes the printed averages, and the
+arrow keys change a focused menu of the comparator and of the explorer, which keeps the focus, while the notebook's
+active cell stays put (socm_lib.viz.keyboard). A lab
 notebook run from the top answers no task: each task's check says "not answered yet", no solution runs (each is a
 folded Markdown block), every one stays folded, and one opens when its title is clicked. Its theorem and chapter links
 open the book built on this machine, offline, and its Colab link is text, not an image. A student notebook, in the
@@ -187,15 +189,24 @@ def _widget_summary(driver):
     return pres[0].text if pres else ""
 
 
-def test_the_comparator_runs_from_the_top_with_a_live_widget(lab, browser):
-    from selenium.webdriver.support.ui import Select
-
+@pytest.fixture(scope="module")
+def comparator(lab, browser):
+    """The comparator's notebook opened (not marked modified) and run from the top; the console's messages since."""
     _open(browser, lab, COMPARATOR)
     time.sleep(3)  # JupyterLab writes the kernel's metadata into the model once it connects
     assert not _modified(browser), "opening the notebook marked it modified"
     seconds = _run_all(browser)
     print(f"Run All of {COMPARATOR}: {seconds:.0f} s")
     browser.save_screenshot(str(SHOTS / "jupyterlab_nb04_run_all.png"))
+    return browser.get_log("browser")
+
+
+def test_the_comparator_runs_from_the_top_with_a_live_widget(lab, browser, comparator):
+    from selenium.webdriver.support.ui import Select
+
+    # the explorer's spec declares the Vega-Lite JupyterLab draws with: vega-embed warns of none newer
+    warned = [e["message"] for e in comparator if "The input spec uses" in e["message"]]
+    assert not warned, warned
 
     saved = _saved(browser, lab, COMPARATOR)
     errors = [o for c in saved.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
@@ -233,6 +244,49 @@ def test_the_comparator_runs_from_the_top_with_a_live_widget(lab, browser):
     browser.save_screenshot(str(SHOTS / "jupyterlab_nb04_encoder_b.png"))
     averages = [re.search(rf"^B .*average SOCM (\d\.\d+)", s, re.M)[1] for s in (before, after)]
     assert averages[0] != averages[1], f"encoder B changed, its average did not: {before!r} -> {after!r}"
+
+
+def _active_cell(driver) -> int:
+    """The index of the visible notebook's active cell."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')]"
+        ".findIndex(c => c.classList.contains('jp-mod-active'))")
+
+
+def _arrow_down(driver, select) -> tuple[str, str, int, int, bool]:
+    """Focus `select` (a <select>), press ArrowDown: (value before, value after, active cell before, after, whether
+    the select still has the focus)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].focus()", select)
+    time.sleep(0.5)
+    before, cell = select.get_attribute("value"), _active_cell(driver)
+    ActionChains(driver).send_keys(Keys.ARROW_DOWN).perform()
+    time.sleep(1)
+    focused = driver.execute_script("return document.activeElement === arguments[0]", select)
+    return before, select.get_attribute("value"), cell, _active_cell(driver), focused
+
+
+def test_the_arrow_keys_drive_the_menus_of_the_comparator_and_the_explorer(lab, browser, comparator):
+    """A focused menu changes with ArrowDown and keeps the focus, and the notebook's active cell stays where it was:
+    the key reaches the menu, not JupyterLab's command mode (socm_lib.viz.keyboard). Then the comparator and the
+    explorer show the encoder chosen."""
+    dropdown = next(e for e in browser.find_elements("css selector", ".jp-OutputArea .widget-dropdown")
+                    if e.find_element("css selector", "label").text == "encoder A")
+    before, after, cell, cell_after, focused = _arrow_down(browser, dropdown.find_element("css selector", "select"))
+    assert after != before and focused and cell_after == cell, (before, after, cell, cell_after, focused)
+    _wait(lambda: f"A {after}:" in _widget_summary(browser), 120, f"the comparator to show encoder A = {after}")
+
+    chart = browser.find_element("css selector", ".jp-OutputArea .jp-RenderedVegaLite")
+    menu = next(s for s in chart.find_elements("css selector", ".vega-bindings select")
+                if browser.execute_script("return arguments[0].labels[0].querySelector('.vega-bind-name').textContent",
+                                          s).strip() == "encoder A")
+    before, after, cell, cell_after, focused = _arrow_down(browser, menu)
+    assert after != before and focused and cell_after == cell, (before, after, cell, cell_after, focused)
+    lines = browser.execute_script("return [...arguments[0].querySelectorAll('svg text')].map(t => t.textContent)", chart)
+    assert f"A {after}" in lines, f"the explorer does not show encoder A = {after}: {lines[:8]}"
+    browser.save_screenshot(str(SHOTS / "jupyterlab_nb04_keyboard.png"))
 
 
 def _folded_solutions(driver):
@@ -309,3 +363,4 @@ def test_a_student_notebook_in_the_kit_opens_unmodified_and_runs_from_the_top(la
     assert not errors, f"error outputs: {[e.ename + ': ' + e.evalue for e in errors]}"
     assert any(c.outputs for c in saved.cells if c.cell_type == "code"), "nothing ran"
     assert not _stderr_shown(browser), f"stderr after Run All: {_stderr_shown(browser)}"
+

@@ -8,7 +8,8 @@ no new forward pass.
 
 An encoder that cannot be loaded here (no network, or code from its model repository that must be
 trusted explicitly) does not break the widget: its Output shows which model failed, why, and how to
-run it (Colab), and every control keeps working. Where the Hugging Face Hub cannot be reached, the encoders that
+run it (Colab), and every control keeps working. In JupyterLab the arrow keys change a focused menu, not the
+notebook's cell (:mod:`socm_lib.viz.keyboard`). Where the Hugging Face Hub cannot be reached, the encoders that
 would need it are marked so in the menus. Every control is a labelled form field (menus and number boxes; a
 slider's handle has no accessible name).
 """
@@ -33,6 +34,7 @@ from ..extract import token_embeddings
 from ..pairs import socm_pairs
 from ..results import PairResult
 from .display import fixed, fmt
+from .keyboard import display_with_keyboard
 
 #: The default pair: two offline contrastive encoders that collapse very differently. The menus offer the
 #: offline encoders (socm_lib.encoders.OFFLINE_ENCODERS) first.
@@ -305,6 +307,11 @@ class Comparator:
 
     def _repr_mimebundle_(self, **kwargs):
         return {**self.widget._repr_mimebundle_(**kwargs), "text/plain": self.PLAIN_TEXT}
+
+    def _ipython_display_(self):
+        """Shown in a notebook: the widget, after the output that keeps its menus' keys in JupyterLab
+        (:mod:`socm_lib.viz.keyboard`)."""
+        display_with_keyboard(self._repr_mimebundle_())
 
     def __repr__(self) -> str:
         return self.PLAIN_TEXT
