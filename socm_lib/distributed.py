@@ -25,6 +25,7 @@ it, and :func:`require_client` says what to install when ``client=`` is given wi
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -60,11 +61,12 @@ def require_client(client) -> None:
 def _block_task(block, A: BucketData, B: BucketData, pairs, n_texts: int, use_torch: bool, dtype: torch.dtype,
                 spec: TallySpec, settings: dict) -> Tally:
     """On a worker: the tally of one block, under the settings of the call (:mod:`socm_lib.config`) and with the
-    process-wide settings a run needs (:func:`socm_lib.block_runner.process_settings`)."""
+    process-wide settings a run needs (:func:`socm_lib.block_runner.process_settings`). It travels back without
+    ``spec``, which the client's tally holds (its fine edges alone are 8 MiB)."""
     from distributed import get_worker
 
     with config_context(**settings), process_settings(use_torch, dtype, get_worker().state.nthreads):
-        return spec.of_block(*block_figures(block, A, B, pairs, n_texts, use_torch))
+        return replace(spec.of_block(*block_figures(block, A, B, pairs, n_texts, use_torch)), spec=None)
 
 
 class _Scattered:

@@ -69,7 +69,7 @@ class TallySpec:
 class Tally:
     """Figures of some pairs (module docstring), made by :meth:`TallySpec.empty` or :meth:`TallySpec.of_block`."""
 
-    spec: TallySpec
+    spec: TallySpec | None  # None on a tally that travels to the one it merges into (socm_lib.distributed)
     n: int
     above: int  # pairs with d_sigma > 1
     sums: dict[str, Fraction]  # exact sums of the block sums
