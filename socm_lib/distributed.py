@@ -25,6 +25,7 @@ it, and :func:`require_client` says what to install when ``client=`` is given wi
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import CancelledError
 from dataclasses import replace
 
 import numpy as np
@@ -81,8 +82,14 @@ class _Scattered:
 
     def __getitem__(self, name):
         future = self.futures.get(name)
-        if future is None or future.status != "finished":
-            future = self.futures[name] = self.client.scatter(self.make[name](), hash=False)
+        for attempt in range(RESUBMISSIONS + 1):
+            if future is not None and future.status == "finished":
+                return future
+            try:
+                future = self.futures[name] = self.client.scatter(self.make[name](), hash=False)
+            except OSError:  # the worker it went to left the cluster during the transfer: to another one
+                if attempt == RESUBMISSIONS:
+                    raise
         return future
 
     def release(self) -> None:
@@ -116,15 +123,18 @@ def run_on_cluster(client, engine: Engine, pairs: np.ndarray | None, block_elems
     try:
         for future in running:
             k = block_of.pop(future.key)
-            if future.status == "finished":
-                done = future.result()
+            if future.status == "error":
+                future.result()  # raises the task's error (Dask has already run it again where a worker died)
+            try:
+                done = future.result() if future.status == "finished" else None
+            except (OSError, CancelledError):  # its result, or the data it needed, went with a worker
+                done = None
+            if done is not None:
                 tally.merge(done)
                 bar.update(done.n)
                 k = next(waiting, None)
-            elif future.status == "error":
-                future.result()  # raises the task's error (Dask has already run it again where a worker died)
             elif tries[k] < RESUBMISSIONS:
-                tries[k] += 1  # cancelled: its data went with a worker; scattered again by submit, the block again
+                tries[k] += 1  # the same block again, its data scattered again where it was lost
             else:
                 raise RuntimeError(f"block {k} of the plan lost its data {tries[k] + 1} times: workers keep leaving "
                                    "the cluster; check its logs.")

@@ -121,6 +121,32 @@ def test_a_worker_killed_during_the_run_changes_nothing(client, tmp_path):
     assert_same_summary(got, want)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="kills a worker process with SIGKILL")
+def test_data_lost_with_its_worker_is_scattered_again(client):
+    """A bucket whose only copy was on a worker that died is scattered again from the caller, the same data."""
+    import time
+
+    import torch
+
+    from socm_lib.block_runner import prepare_engine
+
+    engine = prepare_engine(CLOUDS[:50], normalize=True, device="cpu", dtype=torch.float64, backend="auto",
+                            bucket_tolerance=0.05)
+    data = socm_distributed._Scattered(client, engine, None, None)
+    first = data[("bucket", 0)]
+    (holder,) = client.who_has(first)[first.key]
+    os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while first.status == "finished" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert first.status != "finished", "the scheduler never noticed the lost worker"
+    again = data[("bucket", 0)]
+    assert again.key != first.key and again.status == "finished"
+    np.testing.assert_array_equal(again.result().factors, engine.cache.form(engine.buckets[0]).factors)
+    data.release()
+    client.wait_for_workers(2)
+
+
 def test_client_without_the_extra_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if dask[distributed] were not installed
     with pytest.raises(ImportError, match=r"pip install 'socm-book\[distributed\]'"):
