@@ -121,6 +121,15 @@ def test_a_worker_killed_during_the_run_changes_nothing(client, tmp_path):
     assert_same_summary(got, want)
 
 
+def test_a_refusal_on_a_worker_reaches_the_caller(client):
+    """A pair that overflows without normalisation is refused on the worker that computes it, with the message of
+    one machine (every range given: no pre-pass runs here first)."""
+    edge = [np.asarray(c, np.float64) * 1e153 for c in CLOUDS[:12]]
+    ranges = {k: (0.0, 1.0) for k in ("d_mu", "d_sigma", "socm")}
+    with pytest.raises(ValueError, match=r"The pair \(clouds\[\d+\], clouds\[\d+\]\) gives a non-finite SOCM"):
+        socm_lib.socm_summary(edge, normalize=False, range=ranges, client=client)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="kills a worker process with SIGKILL")
 def test_data_lost_with_its_worker_is_scattered_again(client):
     """A bucket whose only copy was on a worker that died is scattered again from the caller, the same data."""
