@@ -75,7 +75,7 @@ class _Scattered:
     copy with it."""
 
     def __init__(self, client, engine: Engine, pairs: np.ndarray | None, spec: TallySpec):
-        self.client, self.engine = client, engine
+        self.client = client
         self.make = {("bucket", B.index): (lambda B=B: engine.cache.form(B)) for B in engine.buckets}
         self.make["pairs"], self.make["spec"] = (lambda: pairs), (lambda: spec)
         self.futures = {}
@@ -113,7 +113,8 @@ def run_on_cluster(client, engine: Engine, pairs: np.ndarray | None, block_elems
     def submit(k: int):
         block = blocks[k]
         future = client.submit(_block_task, block, data[("bucket", block.a)], data[("bucket", block.b)],
-                               data["pairs"], n_texts, engine.use_torch, dtype, data["spec"], settings, pure=False)
+                               None if pairs is None else data["pairs"], n_texts, engine.use_torch, dtype,
+                               data["spec"], settings, pure=False)
         block_of[future.key] = k
         return future
 

@@ -6,6 +6,7 @@ install."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -68,10 +69,17 @@ CASES = {
 }
 
 
+@functools.cache
+def single_process(case: str):
+    """The summary of ``CASES[case]`` on this machine's cores (computed once for the tests that compare with it)."""
+    clouds, pairs, options = CASES[case]
+    return socm_lib.socm_summary(clouds, pairs, block_elems=BLOCK, progress=False, **options)
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_the_cluster_gives_the_single_process_summary(client, case):
     clouds, pairs, options = CASES[case]
-    want = socm_lib.socm_summary(clouds, pairs, block_elems=BLOCK, progress=False, **options)
+    want = single_process(case)
     got = socm_lib.socm_summary(clouds, pairs, block_elems=BLOCK, progress=False, client=client, **options)
     assert got.pairs == want.pairs == (len(pairs) if pairs is not None else len(clouds) * (len(clouds) - 1) // 2)
     assert_same_summary(got, want)
@@ -106,13 +114,13 @@ def kill_once(marker: str, after: int):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="kills a worker process with SIGKILL")
 def test_a_worker_killed_during_the_run_changes_nothing(client, tmp_path):
-    pairs = listed_pairs(40_000)
-    want = socm_lib.socm_summary(CLOUDS, pairs, block_elems=BLOCK, progress=False)
+    clouds, pairs, _ = CASES["listed pairs over 3,003 texts"]
+    want = single_process("listed pairs over 3,003 texts")
     workers = set(client.scheduler_info()["workers"])
     marker = tmp_path / "killed"
     client.register_plugin(kill_once(str(marker), after=8), name="kill-once")
     try:
-        got = socm_lib.socm_summary(CLOUDS, pairs, block_elems=BLOCK, progress=False, client=client)
+        got = socm_lib.socm_summary(clouds, pairs, block_elems=BLOCK, progress=False, client=client)
     finally:
         client.unregister_worker_plugin("kill-once")
     assert marker.exists(), "no worker was killed: the test did not test anything"
