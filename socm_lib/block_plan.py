@@ -99,14 +99,19 @@ def plan_blocks(buckets: list[Bucket], pairs: np.ndarray | None, block_elems: in
     return sorted(blocks, key=lambda block: key(block.a, block.b))  # stable: a pair's blocks in turn
 
 
+def rows_per_block(Ba: Bucket, Bb: Bucket, block_elems: int) -> int:
+    """How many texts of ``Ba`` one block of all pairs takes against the whole of ``Bb``: as many as keep its cross-Grams
+    within ``block_elems`` entries, at least one."""
+    return max(1, block_elems // (Ba.rows * len(Bb.members) * Bb.rows))
+
+
 def _all_pair_blocks(buckets: list[Bucket], block_elems: int) -> list[RowBlock]:
     """Every pair ``i < j``: for each pair of buckets, rows of the first against the whole second, each block with at
-    most ~``block_elems`` cross-Gram entries."""
+    most ~``block_elems`` cross-Gram entries (:func:`rows_per_block`)."""
     blocks = []
     for a, Ba in enumerate(buckets):
         for Bb in buckets[a:]:
-            na, La, nb, Lb = len(Ba.members), Ba.rows, len(Bb.members), Bb.rows
-            rows = max(1, block_elems // (La * nb * Lb))
+            na, rows = len(Ba.members), rows_per_block(Ba, Bb, block_elems)
             blocks += [RowBlock(Ba.index, Bb.index, r0, min(r0 + rows, na)) for r0 in range(0, na, rows)]
     return blocks
 

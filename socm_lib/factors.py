@@ -201,7 +201,7 @@ class FactorCache:
         return data
 
     def form(self, bucket: Bucket) -> BucketData:
-        """``bucket``'s data, formed anew (not cached): what :func:`socm_lib.distributed` sends to a cluster."""
+        """``bucket``'s data, formed anew (not cached): what :mod:`socm_lib.distributed` sends to a cluster."""
         padded = torch.zeros((len(bucket.members), bucket.rows, self.d), dtype=torch.float64)
         for r, g in enumerate(bucket.members):
             A = factor(self.prepared.clouds[g].to(torch.float64), self.normalize, f"clouds[{g}]")[1]
