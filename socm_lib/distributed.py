@@ -25,7 +25,6 @@ it, and :func:`require_client` says what to install when ``client=`` is given wi
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import CancelledError
 from dataclasses import replace
 
 import numpy as np
@@ -120,21 +119,19 @@ def run_on_cluster(client, engine: Engine, pairs: np.ndarray | None, block_elems
 
     waiting = iter(range(len(blocks)))
     in_flight = TASKS_PER_THREAD * max(sum(client.nthreads().values()), 1)
-    running = as_completed([submit(k) for k in itertools.islice(waiting, in_flight)], loop=client.loop)
+    # results come back in the background (with_results): the caller only submits and merges
+    running = as_completed([submit(k) for k in itertools.islice(waiting, in_flight)], loop=client.loop,
+                           with_results=True, raise_errors=False)
     try:
-        for future in running:
+        for future, done in running:
             k = block_of.pop(future.key)
             if future.status == "error":
                 future.result()  # raises the task's error (Dask has already run it again where a worker died)
-            try:
-                done = future.result() if future.status == "finished" else None
-            except (OSError, CancelledError):  # its result, or the data it needed, went with a worker
-                done = None
-            if done is not None:
+            if isinstance(done, Tally):
                 tally.merge(done)
                 bar.update(done.n)
                 k = next(waiting, None)
-            elif tries[k] < RESUBMISSIONS:
+            elif tries[k] < RESUBMISSIONS:  # cancelled: the data it needed went with a worker
                 tries[k] += 1  # the same block again, its data scattered again where it was lost
             else:
                 raise RuntimeError(f"block {k} of the plan lost its data {tries[k] + 1} times: workers keep leaving "

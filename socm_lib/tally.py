@@ -90,8 +90,10 @@ class Tally:
             self._count_values()
         if self.fine is None:
             self.values += other.values
+        elif other.fine is not None:
+            self.fine += other.fine
         else:
-            self.fine += other.fine if other.fine is not None else self._fine_counts(other.values)
+            self._count(other.values)
         if other.most is not None:
             self.most = other.most if self.most is None else _first(_joined(self.most, other.most), self.spec.top_k,
                                                                      True)
@@ -103,14 +105,17 @@ class Tally:
         """Fold one block's pairs in: an engine consumer (:func:`socm_lib.block_runner.run_blocks`)."""
         self.merge(self.spec.of_block(positions, i, j, d_mu, d_sigma, socm))
 
-    def _fine_counts(self, values: list) -> np.ndarray:
-        edges = self.spec.fine_edges
-        return sum((np.bincount(bin_index(edges, v), minlength=len(edges) - 1) for v in values),
-                   np.zeros(len(edges) - 1, dtype=np.int64))
+    def _count(self, values: list) -> None:
+        """Add ``values`` (a list of arrays) to the counts of the fine histogram (a block has far fewer values than
+        it has bins: no array of its size is made)."""
+        for v in values:
+            np.add.at(self.fine, bin_index(self.spec.fine_edges, v), 1)
 
     def _count_values(self) -> None:
         """Hold the values kept so far as counts of the fine histogram."""
-        self.fine, self.values = self._fine_counts(self.values), None
+        values, self.values = self.values, None
+        self.fine = np.zeros(len(self.spec.fine_edges) - 1, dtype=np.int64)
+        self._count(values)
 
     def _median(self) -> tuple[float, float]:
         if self.fine is None and self.spec.fine_edges is not None:
