@@ -113,7 +113,8 @@ test-kernels: venv
 
 # The library's tests of the code that calls its dependencies, with every dependency at its floor
 FLOORS := .venv-floors
-FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_data.py tests/test_errors.py
+FLOOR_TESTS := tests/test_extract.py tests/test_encoders_hub.py tests/test_data.py tests/test_errors.py \
+	tests/test_distributed.py
 $(FLOORS)/.installed: requirements-floors.txt pyproject.toml setup.py socm_lib/_lanes.c socm_lib/_lanes_body.h socm_lib/_lanes_bidiag.h
 	rm -rf $(FLOORS)
 	$(PYTHON) -m venv $(FLOORS)

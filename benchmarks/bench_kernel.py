@@ -5,7 +5,8 @@
 
 The exact engine spends most of its CPU time in the nuclear norms of small cross matrices ``A_i A_j^T``
 (``socm_lib.nuclear``). This script measures the kernel against today's LAPACK route (``numpy.linalg.svd``),
-each A/B interleaved in one process (the route switched by ``SOCM_SVD_KERNEL`` between runs), and reports ratios,
+each A/B interleaved in one process (the route switched by ``socm_lib.config_context(svd_kernel=...)`` between
+runs), and reports ratios,
 which stay meaningful on a loaded machine where seconds do not:
 
 * **exactness**: the largest relative difference of the kernel's nuclear norms from LAPACK's on the engine's own
@@ -52,9 +53,11 @@ PEAK_TEXTS = {False: 400, True: 40}
 TARGET_RATIO = 1.8
 
 
-def use(route: str) -> None:
-    """Switch the nuclear norms' route for the calls that follow (``kernel``: the best variant built)."""
-    os.environ["SOCM_SVD_KERNEL"] = "lapack" if route == "lapack" else "auto"
+def use(route: str):
+    """The nuclear norms' route for the calls inside the ``with`` block (``kernel``: the best variant built)."""
+    import socm_lib
+
+    return socm_lib.config_context(svd_kernel="lapack" if route == "lapack" else "auto")
 
 
 def clouds_of(kind: str, n_texts: int, d: int = 384) -> list[np.ndarray]:
@@ -107,10 +110,10 @@ def matrix_records(n_texts: int) -> dict:
             values, seconds = {}, {r: [] for r in ROUTES}
             for rep in range(3):
                 for route in ROUTES if rep % 2 == 0 else ROUTES[::-1]:
-                    use(route)
-                    t = time.perf_counter()
-                    values[route] = np.concatenate([nuclear.nuclear_norms(G).ravel() for G in batches])
-                    seconds[route].append(time.perf_counter() - t)
+                    with use(route):
+                        t = time.perf_counter()
+                        values[route] = np.concatenate([nuclear.nuclear_norms(G).ravel() for G in batches])
+                        seconds[route].append(time.perf_counter() - t)
             ref = values["lapack"]
             nz = ref > 0
             rel = np.abs(values["kernel"][nz] - ref[nz]) / ref[nz]
@@ -144,15 +147,15 @@ def end_to_end(quick: bool) -> dict:
         else:
             half = n_texts // 2
             call = lambda: socm_lib.socm_cross(clouds[:half], clouds[half:], progress=False)  # noqa: E731
-        use("kernel")
-        socm_lib.socm_pairs(clouds[:60], progress=False)  # warm-up: thread pools, first-touch memory
+        with use("kernel"):
+            socm_lib.socm_pairs(clouds[:60], progress=False)  # warm-up: thread pools, first-touch memory
         seconds, results = {r: [] for r in ROUTES}, {}
         for rep in range(reps):
             for route in ROUTES if rep % 2 == 0 else ROUTES[::-1]:
-                use(route)
-                t = time.perf_counter()
-                results[route] = call()
-                seconds[route].append(time.perf_counter() - t)
+                with use(route):
+                    t = time.perf_counter()
+                    results[route] = call()
+                    seconds[route].append(time.perf_counter() - t)
                 print(f"  {name}, {route}: {seconds[route][-1]:.2f} s", flush=True)
         entry = {"texts": n_texts, "d": d, "runs_s": seconds,
                  "median_s": {r: float(np.median(s)) for r, s in seconds.items()},
@@ -171,9 +174,8 @@ def peak_worker(route: str, n_texts: int, d: int) -> dict:
     """In a fresh process: peak memory of ``socm_pairs`` over all pairs with one route."""
     import socm_lib
 
-    use(route)
     clouds = common.synthetic_clouds(n_texts, d, seed=SEED)
-    with common.PeakRSS() as peak:
+    with use(route), common.PeakRSS() as peak:
         socm_lib.socm_pairs(clouds, progress=False)
     return {"peak_mib": peak.peak_mib}
 
@@ -184,9 +186,9 @@ def main(argv=None) -> int:
     args, record, t0 = common.start(__file__, parser, argv)
     from socm_lib import nuclear
 
-    use("kernel")
-    record["kernel"] = {"variant": nuclear.kernel(), "variants_here": list(nuclear.variants()),
-                        "report": nuclear.kernel_report()}
+    with use("kernel"):
+        record["kernel"] = {"variant": nuclear.kernel(), "variants_here": list(nuclear.variants()),
+                            "report": nuclear.kernel_report()}
     record["settings"] = {
         "seed": SEED, "end_to_end": END_TO_END[args.quick], "matrix_texts": MATRIX_TEXTS[args.quick],
         "ratio": "median LAPACK time / median kernel time, runs alternated in one process",

@@ -4,17 +4,20 @@ The modules stand in layers (:data:`LAYERS`, bottom first): a module imports onl
 ones, and no import chain comes back to where it started (``tests/test_library_layers.py`` checks both on every
 module):
 
-0. foundations, importing nothing of the package: :mod:`~socm_lib.checks` (validation, shared errors),
-   :mod:`~socm_lib.memo` (bounded caches), :mod:`~socm_lib.paper` (the paper's published numbers, the only
-   place they are typed);
+0. foundations, importing nothing of the package but each other: :mod:`~socm_lib.config` (the settings of
+   :func:`~socm_lib.config_context`: route of the nuclear norms, torch solver, progress bars),
+   :mod:`~socm_lib.checks` (validation, shared errors), :mod:`~socm_lib.memo` (bounded caches),
+   :mod:`~socm_lib.paper` (the paper's published numbers, the only place they are typed);
 1. core mathematics: :mod:`~socm_lib.stats`, :mod:`~socm_lib.bures`, :mod:`~socm_lib.nuclear` (nuclear norms of
    many small matrices: the compiled lane kernel, or LAPACK), :mod:`~socm_lib.jacobi` (the batched one-sided
-   Jacobi for the torch path), the exact engine: :mod:`~socm_lib.results` (its result types),
-   :mod:`~socm_lib.factors` (each text's factor and the length buckets), :mod:`~socm_lib.block_math` (what one block
-   of pairs computes), :mod:`~socm_lib.block_plan` (which blocks, in what order), :mod:`~socm_lib.block_runner` (the
-   engine that runs them), :mod:`~socm_lib.memory` (what a call allocates against what is free) and
-   :mod:`~socm_lib.pairs` (its public front: :func:`~socm_lib.socm`, :func:`~socm_lib.socm_pairs`,
-   :func:`~socm_lib.socm_cross`),
+   Jacobi for the torch path), the exact engine, each module calling only public names of those below it:
+   :mod:`~socm_lib.results` (its result types and the SOCM formula), :mod:`~socm_lib.factors` (each text's factor
+   and the length buckets), :mod:`~socm_lib.block_plan` (which blocks, in what order: data),
+   :mod:`~socm_lib.block_math` (what one block of pairs computes), :mod:`~socm_lib.memory` (what a call allocates,
+   from numbers, against what is free), :mod:`~socm_lib.block_runner` (the engine that runs the blocks),
+   :mod:`~socm_lib.tally` (a summary's running figures, merged in any order), :mod:`~socm_lib.distributed` (the
+   blocks on a Dask cluster) and :mod:`~socm_lib.pairs` (its public front: :func:`~socm_lib.socm`,
+   :func:`~socm_lib.socm_pairs`, :func:`~socm_lib.socm_cross`),
    :mod:`~socm_lib.summary` (streamed summaries of millions of pairs), :mod:`~socm_lib.reference` (the slow,
    obviously correct low-rank reference the tests and benchmarks use), :mod:`~socm_lib.authors_route` (the
    paper's released d x d route, regulariser included), :mod:`~socm_lib.report` (plain-text reports of the
@@ -32,10 +35,10 @@ module):
 """
 #: Every module's layer (the list above); a subpackage's modules share its entry.
 LAYERS = {
-    "checks": 0, "memo": 0, "paper": 0,
+    "config": 0, "checks": 0, "memo": 0, "paper": 0,
     "__init__": 1, "stats": 1, "bures": 1, "nuclear": 1, "jacobi": 1, "results": 1, "factors": 1, "block_math": 1,
-    "block_plan": 1, "block_runner": 1, "memory": 1, "pairs": 1, "summary": 1, "reference": 1, "authors_route": 1,
-    "report": 1,
+    "block_plan": 1, "block_runner": 1, "memory": 1, "tally": 1, "distributed": 1, "pairs": 1, "summary": 1,
+    "reference": 1, "authors_route": 1, "report": 1,
     "q4": 2, "e5_4bit": 2, "encoders": 2, "extract": 2, "data": 2,
     "protocol": 3, "layers": 3, "downstream": 3, "control": 3, "explorer": 3,
     "cli": 4, "gpu_check": 4, "__main__": 4, "course": 4,
@@ -44,10 +47,11 @@ LAYERS = {
 
 from .bures import bures_wasserstein_sq, fidelity, gaussian_w2_sq, psd_sqrt
 from .block_plan import all_pairs, cross_pairs
+from .config import config_context, get_config
 from .memory import InsufficientMemoryError
 from .pairs import socm, socm_cross, socm_pairs
-from .results import PairResult, SOCMResult
-from .summary import PairSummary, socm_summary
+from .results import PairResult, PairSummary, SOCMResult
+from .summary import socm_summary
 from .authors_route import paper_route
 from .stats import (
     avg_intra_cosine,

@@ -1,4 +1,5 @@
-r"""What one block of pairs computes: cross-Gram products, their nuclear norms and the mean distances (book, Chapter 6).
+r"""What one block of pairs computes: cross-Gram products, their nuclear norms, the mean distances and each pair's
+figures (book, Chapter 6).
 
 For two texts with factors :math:`A` and :math:`B` (:mod:`socm_lib.factors`), the fidelity term of the Bures distance
 is the nuclear norm of the small cross-Gram :math:`AB^\top` (Theorem ``thm-ch06-nuclear``). A block takes the
@@ -6,38 +7,47 @@ cross-Grams of many pairs from one large matrix product (:func:`_cross_grams`), 
 its own, and their singular values at once, of :math:`AB^\top` itself (never of its square):
 
 * the numpy path (every CPU run by default): BLAS products; the nuclear norms from the compiled lane kernel of
-  :mod:`socm_lib.nuclear`, or LAPACK ``gesdd`` where it is not built;
+  :mod:`socm_lib.nuclear`, or LAPACK ``gesdd`` where it is not built (the setting ``svd_kernel``);
 * the torch path (every GPU run; on the CPU with ``backend="torch"``): torch matmul; singular values by the batched
   one-sided Jacobi of :mod:`socm_lib.jacobi` on a GPU when a side exceeds 32, which cuSOLVER does not batch, else
-  batched ``torch.linalg.svdvals`` on at most :data:`SVD_BATCH` matrices per call (:data:`TORCH_SVD`).
+  batched ``torch.linalg.svdvals`` on at most :data:`SVD_BATCH` matrices per call (the setting ``torch_svd`` of
+  :func:`socm_lib.config_context` chooses by hand).
 
-The three kinds of block (:func:`_bucket_pair_block`, :func:`_listed_pair_block`, :func:`_grid_pair_block`) each
-return ``(positions, i, j, nuclear norms, d_mu)`` of their pairs; :mod:`socm_lib.block_plan` decides which blocks
-there are, :mod:`socm_lib.block_runner` runs them.
+:func:`block_figures` is the one entry: a block of the plan (:mod:`socm_lib.block_plan`) and the data of its two
+buckets (:class:`socm_lib.factors.BucketData`) give ``(positions, i, j, d_mu, d_sigma, socm)`` of its pairs, the
+last two by :func:`socm_lib.results.pair_figures`. It reads nothing else, so a block gives the same numbers in any
+thread, in any order, in any process that has the same two buckets (:mod:`socm_lib.block_runner`,
+:mod:`socm_lib.distributed`).
 """
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import torch
 
-from .factors import _Bucket, _Factors
+from .block_plan import Block, GridBlock, ListedBlock, RowBlock
+from .config import get_config
+from .factors import BucketData
 from .jacobi import batched_svdvals
 from .nuclear import nuclear_norms
+from .results import pair_figures, require_finite
 
 #: Most matrices in one batched SVD call on the torch path. Batched GPU solvers do best on many
 #: small matrices (up to about 32 x 32), so those go 4,096 at a time ...
 SVD_BATCH = 4096
 #: ... and larger ones in proportionally smaller batches: at most this many entries per call.
 SVD_BATCH_ELEMS = SVD_BATCH * 32 * 32
-#: Solvers of the torch path's singular values: the batched one-sided Jacobi of :mod:`socm_lib.jacobi`
-#: (batched for every size) and ``torch.linalg.svdvals`` (on CUDA, batched by cuSOLVER only up to 32 x 32).
-TORCH_SVDS = ("auto", "jacobi", "svdvals")
-#: The torch path's solver: ``"auto"`` takes the batched Jacobi on a GPU for matrices with a side above 32 and
-#: ``torch.linalg.svdvals`` otherwise; ``"jacobi"`` or ``"svdvals"`` always (set it with :func:`torch_svd`).
-TORCH_SVD = "auto"
+
+
+def block_figures(block: Block, A: BucketData, B: BucketData, pairs: np.ndarray | None, n_texts: int,
+                  use_torch: bool) -> tuple[np.ndarray, ...]:
+    """``(positions, i, j, d_mu, d_sigma, socm)`` of the pairs of ``block``, from the data ``A`` and ``B`` of its buckets
+    ``block.a`` and ``block.b``; ``pairs``: the listed pairs (``None`` for all pairs, whose positions are those of
+    :func:`socm_lib.block_plan.all_pairs` of ``n_texts`` texts). A non-finite SOCM is refused, naming the pair."""
+    positions, i, j, d_mu, trace_a, trace_b, nuclear = _KINDS[type(block)](block, A, B, pairs, n_texts, use_torch)
+    d_sigma, socm = pair_figures(d_mu, trace_a, trace_b, nuclear)
+    require_finite(socm, lambda k: (f"clouds[{i[k]}]", f"clouds[{j[k]}]"))
+    return positions, i, j, d_mu, d_sigma, socm
 
 
 def _matmul_t(left: torch.Tensor, right: torch.Tensor, use_torch: bool) -> torch.Tensor:
@@ -62,24 +72,11 @@ def _svd_batch(p: int, q: int) -> int:
 
 
 def _torch_solver(G: torch.Tensor) -> str:
-    """The torch path's solver for the batch ``G`` under :data:`TORCH_SVD`: ``"jacobi"`` or ``"svdvals"``."""
-    if TORCH_SVD != "auto":
-        return TORCH_SVD
+    """The torch path's solver for the batch ``G`` under the setting ``torch_svd``: ``"jacobi"`` or ``"svdvals"``."""
+    choice = get_config()["torch_svd"]
+    if choice != "auto":
+        return choice
     return "jacobi" if G.device.type == "cuda" and max(G.shape[-2:]) > 32 else "svdvals"
-
-
-@contextlib.contextmanager
-def torch_svd(solver: str):
-    """Run the torch path with ``solver`` (one of :data:`TORCH_SVDS`) inside the ``with`` block, then restore
-    :data:`TORCH_SVD`; ``socm_lib.gpu_check`` times the solvers side by side with it."""
-    global TORCH_SVD
-    if solver not in TORCH_SVDS:
-        raise ValueError(f"solver must be one of {', '.join(map(repr, TORCH_SVDS))}, got {solver!r}.")
-    before, TORCH_SVD = TORCH_SVD, solver
-    try:
-        yield
-    finally:
-        TORCH_SVD = before
 
 
 def _nuclear_norms(G: torch.Tensor, use_torch: bool) -> np.ndarray:
@@ -131,42 +128,42 @@ def _pair_position(i: np.ndarray, j: np.ndarray, n_texts: int) -> np.ndarray:
     return lo * n_texts - lo * (lo + 1) // 2 + hi - lo - 1
 
 
-def _bucket_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, r0: int, rows: int, means: np.ndarray,
-                       use_torch: bool):
-    """Texts ``r0 : r0 + rows`` of bucket ``Ba`` against the texts of ``Bb``: ``(positions, i, j, nuclear norms, d_mu)`` of their pairs.
+def _row_block(block: RowBlock, A: BucketData, B: BucketData, pairs, n_texts: int, use_torch: bool):
+    """Texts ``start : stop`` of bucket ``A`` against the texts of ``B``: ``(positions, i, j, d_mu, tr_a, tr_b,
+    nuclear norms)`` of their pairs.
 
     One matrix product gives every cross-Gram at once; viewed as ``(rows, texts_b, La, Lb)`` it goes
-    to the SVD. Within one bucket (``Ba is Bb``) only slots ``r < q`` are pairs, so the product
-    starts at text ``r0`` of ``Bb`` and the SVD takes only the slots above the diagonal.
+    to the SVD. Within one bucket (``a == b``) only slots ``r < q`` are pairs, so the product
+    starts at text ``start`` of ``B`` and the SVD takes only the slots above the diagonal.
     """
-    first = r0 if Ba is Bb else 0
-    G = _cross_grams(factors(Ba)[r0 : r0 + rows], factors(Bb)[first:], use_torch)
+    start, stop = block.start, block.stop
+    first = start if block.a == block.b else 0
+    G = _cross_grams(A.factors[start:stop], B.factors[first:], use_torch)
     ca, nb = G.shape[:2]
-    mine, theirs = Ba.members[r0 : r0 + ca], Bb.members[first:]
-    d_mu = _mean_distance_grid(means[mine], means[theirs])
-    if Ba is Bb:
+    d_mu = _mean_distance_grid(A.means[start:stop], B.means[first:])
+    if block.a == block.b:
         r, q = np.nonzero(np.arange(ca)[:, None] < np.arange(nb)[None, :])
-        gi, gj = mine[r], theirs[q]
         slots = torch.from_numpy(r).to(G.device), torch.from_numpy(q).to(G.device)
         nuclear, d_mu = _nuclear_norms(G[slots], use_torch), d_mu[r, q]
     else:
-        gi, gj = np.repeat(mine, nb), np.tile(theirs, ca)
+        r, q = np.repeat(np.arange(ca), nb), np.tile(np.arange(nb), ca)
         nuclear, d_mu = _nuclear_norms(G, use_torch).reshape(-1), d_mu.reshape(-1)
+    gi, gj = A.members[start + r], B.members[first + q]
     i, j = np.minimum(gi, gj), np.maximum(gi, gj)  # each pair as in all_pairs: i < j
-    return _pair_position(i, j, len(means)), i, j, nuclear, d_mu
+    return _pair_position(i, j, n_texts), i, j, d_mu, A.traces[start + r], B.traces[first + q], nuclear
 
 
-def _listed_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, positions, pairs, slot_of, means,
-                       use_torch: bool):
-    """Pairs ``pairs[positions]`` (texts of ``Ba`` with texts of ``Bb``): ``(positions, i, j, nuclear norms, d_mu)``.
-
-    One batched product of the pairs' factors, then the SVDs; ``slot_of`` maps a text to its row in its bucket.
-    """
-    gi, gj = pairs[positions, 0], pairs[positions, 1]
-    left = factors(Ba)[torch.from_numpy(slot_of[gi]).to(factors.device)]
-    right = factors(Bb)[torch.from_numpy(slot_of[gj]).to(factors.device)]
+def _listed_block(block: ListedBlock, A: BucketData, B: BucketData, pairs: np.ndarray, n_texts: int,
+                  use_torch: bool):
+    """Pairs ``pairs[positions]`` (texts of ``A`` with texts of ``B``): ``(positions, i, j, d_mu, tr_a, tr_b, nuclear
+    norms)``. One batched product of the pairs' factors, then the SVDs."""
+    gi, gj = pairs[block.positions, 0], pairs[block.positions, 1]
+    si, sj = np.searchsorted(A.members, gi), np.searchsorted(B.members, gj)  # each text's slot in its bucket
+    left = A.factors[torch.from_numpy(si).to(A.factors.device)]
+    right = B.factors[torch.from_numpy(sj).to(B.factors.device)]
     nuclear = _nuclear_norms(_matmul_t(left, right, use_torch), use_torch)
-    return positions, gi, gj, nuclear, _mean_distances(means[gi], means[gj])
+    return (block.positions, gi, gj, _mean_distances(A.means[si], B.means[sj]), A.traces[si], B.traces[sj],
+            nuclear)
 
 
 def _texts_of(A: torch.Tensor, slots: np.ndarray) -> torch.Tensor:
@@ -180,17 +177,18 @@ def _texts_of(A: torch.Tensor, slots: np.ndarray) -> torch.Tensor:
     return A[torch.from_numpy(slots).to(A.device)]
 
 
-def _grid_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, positions, rows, cols, pairs, slot_of, means,
-                     use_torch: bool):
-    """Pairs ``pairs[positions]``, each a text of ``rows`` (sorted texts of ``Ba``) with one of ``cols`` (of ``Bb``):
-    ``(positions, i, j, nuclear norms, d_mu)``.
+def _grid_block(block: GridBlock, A: BucketData, B: BucketData, pairs: np.ndarray, n_texts: int, use_torch: bool):
+    """Pairs ``pairs[positions]``, each a text of ``rows`` (sorted texts of ``A``) with one of ``cols`` (of ``B``):
+    ``(positions, i, j, d_mu, tr_a, tr_b, nuclear norms)``.
 
     One matrix product gives the cross-Grams of the whole grid ``rows x cols`` (:func:`_cross_grams`), from which
-    each pair takes its own: the same numbers as :func:`_listed_pair_block` to round-off, with one large GEMM in
+    each pair takes its own: the same numbers as :func:`_listed_block` to round-off, with one large GEMM in
     place of a gather and a product per pair. A pair listed twice takes one SVD.
     """
-    gi, gj = pairs[positions, 0], pairs[positions, 1]
-    G = _cross_grams(_texts_of(factors(Ba), slot_of[rows]), _texts_of(factors(Bb), slot_of[cols]), use_torch)
+    rows, cols = block.rows, block.cols
+    gi, gj = pairs[block.positions, 0], pairs[block.positions, 1]
+    G = _cross_grams(_texts_of(A.factors, np.searchsorted(A.members, rows)),
+                     _texts_of(B.factors, np.searchsorted(B.members, cols)), use_torch)
     cells, pair_cell = np.unique(np.searchsorted(rows, gi) * len(cols) + np.searchsorted(cols, gj),
                                  return_inverse=True)
     if len(cells) == len(rows) * len(cols):  # the whole tile: the SVDs read the product where it is, no copy
@@ -198,4 +196,10 @@ def _grid_pair_block(factors: _Factors, Ba: _Bucket, Bb: _Bucket, positions, row
     else:
         r, q = (torch.from_numpy(k).to(G.device) for k in np.divmod(cells, len(cols)))
         nuclear = _nuclear_norms(G[r, q], use_torch)[pair_cell]
-    return positions, gi, gj, nuclear, _mean_distances(means[gi], means[gj])
+    si, sj = np.searchsorted(A.members, gi), np.searchsorted(B.members, gj)
+    return (block.positions, gi, gj, _mean_distances(A.means[si], B.means[sj]), A.traces[si], B.traces[sj],
+            nuclear)
+
+
+#: What each kind of block computes.
+_KINDS = {RowBlock: _row_block, ListedBlock: _listed_block, GridBlock: _grid_block}

@@ -1,32 +1,70 @@
-r"""Which blocks of pairs the engine runs, and in what order (book, Chapter 6).
+r"""Which blocks of pairs the engine runs, and in what order: the plan, as data (book, Chapter 6).
 
 The pairs are all ``i < j`` of the texts (:func:`all_pairs`, ``pdist``'s order; :func:`condensed_pairs` picks some
 by position without forming all), or a listed ``(P, 2)`` array (:func:`cross_pairs` lists those of two sets, in
-``cdist``'s order). They are cut into blocks of bounded size, each one matrix product and its SVDs
-(:mod:`socm_lib.block_math`):
+``cdist``'s order). :func:`plan_blocks` cuts them into blocks of bounded size, each one matrix product and its SVDs
+(:mod:`socm_lib.block_math` computes them). A block is a small record of which texts of which two buckets it pairs,
+nothing more, so a plan can be inspected, counted, or sent to another process (:mod:`socm_lib.distributed`):
 
-* all pairs: for each pair of buckets, a few texts of the first against the whole second (:func:`_all_pair_blocks`);
+* all pairs: for each pair of buckets, a few texts of the first against the whole second (:class:`RowBlock`);
 * listed pairs: grouped by bucket pair; a group that covers its grid (as :func:`socm_lib.socm_cross`'s pairs do) is
-  cut into tiles of that grid, any other goes pair by pair (:func:`_listed_pair_blocks`);
-* both are visited tile by tile of buckets (:func:`_visit_key`), so that the factor cache of
-  :class:`socm_lib.factors._Factors` forms each bucket a few times, not once per block.
+  cut into tiles of that grid (:class:`GridBlock`), any other goes pair by pair (:class:`ListedBlock`);
+* both are visited tile by tile of buckets (:func:`visit_key`), so that the factor cache of
+  :class:`socm_lib.factors.FactorCache` forms each bucket a few times, not once per block.
+
+Each pair's numbers depend only on its own block's inputs, never on the order in which blocks run, nor on where.
 """
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 
 import numpy as np
 
-from .block_math import _bucket_pair_block, _grid_pair_block, _listed_pair_block
 from .checks import as_bool, as_int
-from .factors import _Bucket, _Factors
+from .factors import Bucket
 
 
-def _visit_key(buckets: list[_Bucket], factors: _Factors):
-    """A sort key for bucket pairs ``(a, b)`` that lets :class:`socm_lib.factors._Factors`' cache serve most blocks.
+@dataclass(frozen=True)
+class RowBlock:
+    """All pairs of texts ``start : stop`` of bucket ``a`` with the texts of bucket ``b``; within one bucket
+    (``a == b``) only the pairs above the diagonal (text ``r`` with texts ``r + 1, ...``)."""
 
-    The buckets (shortest first) are cut into consecutive tiles of about half the cache; the pairs of
+    a: int
+    b: int
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class ListedBlock:
+    """The listed pairs at ``positions`` (texts of bucket ``a`` with texts of bucket ``b``), one product a pair."""
+
+    a: int
+    b: int
+    positions: np.ndarray
+
+
+@dataclass(frozen=True)
+class GridBlock:
+    """The listed pairs at ``positions``, each a text of ``rows`` (sorted texts of bucket ``a``) with one of ``cols``
+    (sorted texts of bucket ``b``): one product for the tile ``rows x cols``, from which each pair takes its own."""
+
+    a: int
+    b: int
+    positions: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+Block = RowBlock | ListedBlock | GridBlock
+
+
+def visit_key(bucket_bytes: list[int], tile_bytes: int):
+    """A sort key for bucket pairs ``(a, b)`` that lets a cache of ``2 tile_bytes`` bytes serve most blocks
+    (``bucket_bytes[b]``: bytes of bucket ``b``'s data in the cache).
+
+    The buckets (shortest first) are cut into consecutive tiles of about ``tile_bytes``; the pairs of
     tiles ``s <= t`` are visited row by row (``s`` fixed), every other row backwards (so that a backward
     row starts with the tile the forward one ended on), and within two tiles the buckets of the first are
     swept for each bucket of the second (so the second's buckets, each used for one sweep, are the ones
@@ -34,9 +72,8 @@ def _visit_key(buckets: list[_Bucket], factors: _Factors):
     depends only on its own factors.
     """
     tile, used, t = [], 0, 0
-    for B in buckets:
-        size = factors.nbytes(B)
-        if used and used + size > factors.capacity // 2:
+    for size in bucket_bytes:
+        if used and used + size > tile_bytes:
             t, used = t + 1, 0
         tile.append(t)
         used += size
@@ -49,39 +86,51 @@ def _visit_key(buckets: list[_Bucket], factors: _Factors):
     return key
 
 
-def _all_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.ndarray, block_elems: int,
-                     use_torch: bool) -> list:
-    """Every pair ``i < j`` as blocks of :func:`_bucket_pair_block`, each with at most ~``block_elems`` cross-Gram
-    entries, in the order of :func:`_visit_key`."""
-    blocks, key = [], _visit_key(buckets, factors)
+def plan_blocks(buckets: list[Bucket], pairs: np.ndarray | None, block_elems: int, *, d: int,
+                bucket_bytes: list[int], tile_bytes: int) -> list[Block]:
+    """Every pair (``pairs=None``: all ``i < j``; else the listed ``(P, 2)`` pairs) as blocks of at most about
+    ``block_elems`` cross-Gram entries (at least one text, or one pair), in the order of :func:`visit_key`
+    (``bucket_bytes``, ``tile_bytes``); ``d``: the factors' width."""
+    if pairs is None:
+        blocks = _all_pair_blocks(buckets, block_elems)
+    else:
+        blocks = _listed_pair_blocks(buckets, pairs, block_elems, d)
+    key = visit_key(bucket_bytes, tile_bytes)
+    return sorted(blocks, key=lambda block: key(block.a, block.b))  # stable: a pair's blocks in turn
+
+
+def rows_per_block(Ba: Bucket, Bb: Bucket, block_elems: int) -> int:
+    """How many texts of ``Ba`` one block of all pairs takes against the whole of ``Bb``: as many as keep its cross-Grams
+    within ``block_elems`` entries, at least one."""
+    return max(1, block_elems // (Ba.rows * len(Bb.members) * Bb.rows))
+
+
+def _all_pair_blocks(buckets: list[Bucket], block_elems: int) -> list[RowBlock]:
+    """Every pair ``i < j``: for each pair of buckets, rows of the first against the whole second, each block with at
+    most ~``block_elems`` cross-Gram entries (:func:`rows_per_block`)."""
+    blocks = []
     for a, Ba in enumerate(buckets):
         for Bb in buckets[a:]:
-            na, La, nb, Lb = len(Ba.members), Ba.rows, len(Bb.members), Bb.rows
-            rows = max(1, block_elems // (La * nb * Lb))
-            for r0 in range(0, na, rows):
-                blocks.append((key(Ba.index, Bb.index),
-                               partial(_bucket_pair_block, factors, Ba, Bb, r0, rows, means, use_torch)))
+            na, rows = len(Ba.members), rows_per_block(Ba, Bb, block_elems)
+            blocks += [RowBlock(Ba.index, Bb.index, r0, min(r0 + rows, na)) for r0 in range(0, na, rows)]
     return blocks
 
 
-def _listed_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.ndarray, pairs: np.ndarray,
-                        block_elems: int, use_torch: bool) -> list:
-    """The given pairs as blocks, grouped by bucket pair so padding stays small, in the order of :func:`_visit_key`.
+def _listed_pair_blocks(buckets: list[Bucket], pairs: np.ndarray, block_elems: int, d: int) -> list:
+    """The given pairs as blocks, grouped by bucket pair so padding stays small.
 
     A group whose pairs cover its grid (its distinct first texts times its distinct second texts are no more than
-    its pairs, as for :func:`socm_lib.socm_cross`) is cut into tiles of the grid, each one :func:`_grid_pair_block`; any
-    other group goes pair by pair in :func:`_listed_pair_block`. Both hold at most about ``block_elems``
-    cross-Gram entries and ``4 block_elems`` gathered factor entries at a time (at least one text, or one pair).
+    its pairs, as for :func:`socm_lib.socm_cross`) is cut into tiles of the grid, each one :class:`GridBlock`; any
+    other group goes pair by pair in :class:`ListedBlock` s. Both hold at most about ``block_elems`` cross-Gram
+    entries and ``4 block_elems`` gathered factor entries at a time (at least one text, or one pair).
     """
-    bucket_of = np.empty(len(means), dtype=np.int64)
-    slot_of = np.empty(len(means), dtype=np.int64)
+    bucket_of = np.empty(sum(len(B.members) for B in buckets), dtype=np.int64)
     for b, B in enumerate(buckets):
         bucket_of[B.members] = b
-        slot_of[B.members] = np.arange(len(B.members))
     bi, bj = bucket_of[pairs[:, 0]], bucket_of[pairs[:, 1]]
     order = np.lexsort((bj, bi))
     boundaries = np.flatnonzero(np.diff(bi[order]) | np.diff(bj[order])) + 1
-    blocks, key, d = [], _visit_key(buckets, factors), factors.d
+    blocks = []
     for group in np.split(order, boundaries):
         Ba, Bb = buckets[bi[group[0]]], buckets[bj[group[0]]]
         La, Lb = Ba.rows, Bb.rows
@@ -95,15 +144,11 @@ def _listed_pair_blocks(buckets: list[_Bucket], factors: _Factors, means: np.nda
             cuts = np.flatnonzero(np.diff(r[tile_order]) | np.diff(c[tile_order])) + 1
             for tile in np.split(tile_order, cuts):
                 r0, c0 = r[tile[0]] * height, c[tile[0]] * width
-                block = partial(_grid_pair_block, factors, Ba, Bb, group[tile], rows[r0 : r0 + height],
-                                cols[c0 : c0 + width], pairs, slot_of, means, use_torch)
-                blocks.append((key(Ba.index, Bb.index), block))
+                blocks.append(GridBlock(Ba.index, Bb.index, group[tile], rows[r0 : r0 + height],
+                                        cols[c0 : c0 + width]))
             continue
         step = max(1, block_elems // max(La * Lb, (La + Lb) * d // 4))
-        for k0 in range(0, len(group), step):
-            idx = group[k0 : k0 + step]
-            block = partial(_listed_pair_block, factors, Ba, Bb, idx, pairs, slot_of, means, use_torch)
-            blocks.append((key(Ba.index, Bb.index), block))
+        blocks += [ListedBlock(Ba.index, Bb.index, group[k0 : k0 + step]) for k0 in range(0, len(group), step)]
     return blocks
 
 

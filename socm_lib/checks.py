@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .config import get_config
+
 
 class ModelUnavailableError(OSError):
     """A model could not be loaded here (typically: not cached and no network). Importable from
@@ -366,9 +368,12 @@ def as_progress(value, name: str = "progress") -> bool | None:
 
 
 def show_progress(progress: bool | None, count: int, threshold: int = PROGRESS_PAIRS) -> bool:
-    """Whether to show a progress bar for ``count`` items: ``progress``, or (``None``) whether ``count > threshold``
-    and stderr is a terminal. A bar is text redrawn on stderr: a notebook shows it as an error-coloured block that
-    keeps every redraw, and a log file keeps them too, so neither gets one unless it is asked for."""
+    """Whether to show a progress bar for ``count`` items: ``progress``, or (``None``) the setting ``progress`` of
+    :func:`socm_lib.config_context`, or (``None`` too) whether ``count > threshold`` and stderr is a terminal. A bar
+    is text redrawn on stderr: a notebook shows it as an error-coloured block that keeps every redraw, and a log file
+    keeps them too, so neither gets one unless it is asked for."""
+    if progress is None:
+        progress = get_config()["progress"]
     if progress is not None:
         return progress
     return count > threshold and sys.stderr is not None and sys.stderr.isatty()

@@ -73,7 +73,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     from .data import corpus, sample_texts
     from .encoders import load_encoder, provenance
     from .extract import token_embeddings
-    from .block_math import torch_svd
+    from .config import config_context
     from .pairs import socm_pairs
     from .nuclear import kernel_report
     from .report import device_report
@@ -119,7 +119,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
     if device.type == "cuda":
         test, times["pairs_cuda_default"] = _timed(lambda: socm_pairs(clouds32, device=device, progress=False),
                                                    device)
-        with torch_svd("svdvals"):
+        with config_context(torch_svd="svdvals"):
             looped, times["pairs_cuda_svdvals"] = _timed(
                 lambda: socm_pairs(clouds32, device=device, progress=False), device)
         for name, result, compared in (

@@ -3,19 +3,17 @@ large for it (book, Chapter 6).
 
 :func:`available_memory` reads the host's available memory and a container's cgroup limit (v2, then v1);
 :func:`block_bytes` and :func:`memory_estimate` bound what :func:`socm_lib.socm_pairs` allocates beyond the prepared
-clouds; :func:`require_memory` raises :class:`InsufficientMemoryError` before allocating when the estimate exceeds
-what is free.
+clouds, from the few numbers of a run that decide it (:class:`Footprint`, which the engine fills in:
+:meth:`socm_lib.block_runner.Engine.footprint`); :func:`require_memory` raises :class:`InsufficientMemoryError`
+before allocating when the estimate exceeds what is free.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from .checks import as_int
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .block_runner import _Engine
 
 #: Memory of :func:`socm_lib.socm_pairs`'s results per pair: ``i, j, d_mu, d_sigma, socm`` (40 bytes), the
 #: ``(P, 2)`` index pairs (16) and the temporaries of building them (about 24).
@@ -92,7 +90,21 @@ def available_memory() -> int | None:
     return min(known) if known else None
 
 
-def block_bytes(engine: _Engine, block_elems: int) -> int:
+@dataclass(frozen=True)
+class Footprint:
+    """The numbers of a run that decide its memory: the engine's layout and how it runs, nothing else."""
+
+    d: int  # the embedding dimension
+    itemsize: int  # bytes of one factor entry (the engine's dtype)
+    rows: int  # L: the tallest padded factor
+    widest: int  # the most factor rows in one bucket, max over buckets of texts x L_b
+    tokens: int  # the longest cloud's token count
+    cache_bytes: int  # what the factor cache holds at most: its capacity, or every bucket's data if less
+    threads: int  # workers, each with one block in flight
+    use_torch: bool  # the torch path (its SVD workspace differs)
+
+
+def block_bytes(run: Footprint, block_elems: int) -> int:
     r"""Bytes one worker holds for the largest block it can have in flight (entries counted at 8 bytes, float64).
 
     * The block's cross-Grams, ``p x q`` per pair: at most ``block_elems`` entries, but never less than one text
@@ -103,26 +115,23 @@ def block_bytes(engine: _Engine, block_elems: int) -> int:
     * The SVD's workspace: on the numpy path LAPACK takes one matrix at a time (a copy, ``L^2``, and ``gesdd``'s
       work, under ``8 L``); on the torch path the batched Jacobi (:mod:`socm_lib.jacobi`) holds about six copies
       of the batch (scaled, rotated, permuted and the temporaries of one step), ``torch.linalg.svdvals`` one.
-    * Forming one text's factor (:func:`socm_lib.factors._factor`): float64 copies of the cloud, centred, summed, its
+    * Forming one text's factor (:func:`socm_lib.factors.factor`): float64 copies of the cloud, centred, summed, its
       Helmert rows and their QR workspace, under ``6 n d`` entries for the longest text's ``n`` tokens.
     """
-    buckets, factors = engine.buckets, engine.factors
-    L, d = max(B.rows for B in buckets), factors.d
-    cross = max(block_elems, L * max(len(B.members) * B.rows for B in buckets))
+    L, d = run.rows, run.d
+    cross = max(block_elems, L * run.widest)
     gathered = max(4 * block_elems, 2 * L * d)
-    svd = 6 * cross if engine.use_torch else L * L + 8 * L
-    forming = 6 * max(x.shape[0] for x in factors.clouds) * d
-    return (2 * cross + gathered + svd + forming) * max(factors.itemsize, 8)
+    svd = 6 * cross if run.use_torch else L * L + 8 * L
+    forming = 6 * run.tokens * d
+    return (2 * cross + gathered + svd + forming) * max(run.itemsize, 8)
 
 
-def memory_estimate(n_pairs: int, engine: _Engine, block_elems: int) -> int:
+def memory_estimate(n_pairs: int, run: Footprint, block_elems: int) -> int:
     """Bytes :func:`socm_lib.socm_pairs` allocates beyond the prepared clouds: :data:`BYTES_PER_PAIR` per pair, the
     factor cache (:data:`socm_lib.factors.FACTOR_CACHE_BYTES`, or all buckets if less) and each worker's block in flight
     (:func:`block_bytes`: cross-Grams, their copies, gathered factors, the SVD's workspace), which grows with
     the token count (up to ``d``: no factor has more than ``min(n - 1, d)`` rows)."""
-    factors = engine.factors
-    cache = min(factors.capacity, sum(factors.nbytes(B) for B in engine.buckets))
-    return n_pairs * BYTES_PER_PAIR + cache + engine.threads * block_bytes(engine, block_elems)
+    return n_pairs * BYTES_PER_PAIR + run.cache_bytes + run.threads * block_bytes(run, block_elems)
 
 
 def require_memory(need: int, what: str, advice: str) -> None:

@@ -38,19 +38,21 @@ better (``tests/test_nuclear.py``). A matrix with a NaN or an infinite entry is 
 The kernel is compiled by the package's install (``setup.py``) for AVX-512, AVX2 and the baseline
 instruction set; the best one this CPU runs is taken, and all three give the same bits. Where it was not built
 every matrix goes to LAPACK, and :func:`kernel_report` says why (disabled at build time, no C compiler, a build
-that failed, an extension that does not load, or LAPACK chosen by hand). The environment variable
-:data:`KERNEL_ENV` chooses by hand: ``lapack`` forces LAPACK, ``avx512``, ``avx2`` or ``portable`` a variant,
-``auto`` (or unset) the best.
+that failed, an extension that does not load, or LAPACK chosen by hand). The setting ``svd_kernel`` of
+:func:`socm_lib.config_context` chooses by hand: ``lapack`` forces LAPACK, ``avx512``, ``avx2`` or ``portable`` a
+variant, ``auto`` the best; its default comes from the environment variable
+:data:`~socm_lib.config.KERNEL_ENV`, read once when the library is imported (:mod:`socm_lib.config`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import numpy as np
+
+from .config import KERNEL_ENV, get_config
 
 #: The file in which the install records why it did not build the kernel (written by ``setup.py``, shipped with
 #: the package; pip shows nothing of a failed optional build): ``{"cause": "disabled" | "no compiler" | "failed",
@@ -82,15 +84,13 @@ def _why_missing(folder: Path, error: ImportError) -> str:
 
 
 try:
-    from . import _lanes
+    import socm_lib._lanes as _lanes
 except ImportError as _error:  # not built, or built and not loadable: _why_missing says which
     _lanes = None
     _MISSING = _why_missing(Path(__file__).parent, _error)
 else:
     _MISSING = None
 
-#: Environment variable choosing the route: ``auto`` (default), ``lapack``, or a variant of :func:`variants`.
-KERNEL_ENV = "SOCM_SVD_KERNEL"
 #: Sweeps allowed per matrix and per column before a lane is flagged (a sweep usually deflates one or two
 #: singular values, so about two per column suffice; LAPACK's ``dbdsqr`` allows six).
 SWEEPS_PER_COLUMN = 6
@@ -104,19 +104,21 @@ def variants() -> tuple[str, ...]:
 
 
 def kernel() -> str | None:
-    """The variant :func:`nuclear_norms` uses for float64 input now, or ``None`` for LAPACK (see :data:`KERNEL_ENV`)."""
-    choice = os.environ.get(KERNEL_ENV, "auto").strip().lower() or "auto"
+    """The variant :func:`nuclear_norms` uses for float64 input here, or ``None`` for LAPACK: the setting
+    ``svd_kernel`` (:func:`socm_lib.config_context`; by default :data:`~socm_lib.config.KERNEL_ENV`)."""
+    choice = get_config()["svd_kernel"]
     if choice == "lapack":
         return None
     have = variants()
     if choice == "auto":
         return have[0] if have else None
-    if choice not in ("avx512", "avx2", "portable"):
-        raise ValueError(f"{KERNEL_ENV}={choice!r} is not a route: use auto, lapack, avx512, avx2 or portable.")
+    if choice not in ("avx512", "avx2", "portable"):  # config_context refuses it: it came from the environment
+        raise ValueError(f"{KERNEL_ENV}={choice!r} (read when socm_lib was imported) is not a route: use auto, "
+                         "lapack, avx512, avx2 or portable, or choose with socm_lib.config_context(svd_kernel=...).")
     if choice not in have:
-        raise ValueError(f"{KERNEL_ENV}={choice!r}, but this machine runs only {', '.join(have) or 'LAPACK'} "
-                         f"(the compiled kernel is {'built' if _lanes is not None else 'not built'}); "
-                         "unset it or choose one of those.")
+        raise ValueError(f"svd_kernel={choice!r} (socm_lib.config_context, by default {KERNEL_ENV}), but this "
+                         f"machine runs only {', '.join(have) or 'LAPACK'} (the compiled kernel is "
+                         f"{'built' if _lanes is not None else 'not built'}); choose one of those, or 'auto'.")
     return choice
 
 
@@ -126,7 +128,7 @@ def kernel_report() -> str:
         return f"nuclear norms: LAPACK per matrix (compiled lane kernel {_MISSING})"
     name = kernel()
     if name is None:
-        return (f"nuclear norms: LAPACK per matrix (chosen by {KERNEL_ENV}=lapack; compiled lane kernel variants "
+        return (f"nuclear norms: LAPACK per matrix (chosen by svd_kernel='lapack'; compiled lane kernel variants "
                 f"here: {', '.join(variants())})")
     return f"nuclear norms: compiled lane kernel, {name}"
 

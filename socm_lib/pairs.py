@@ -18,18 +18,21 @@ For two texts the fidelity term of the Bures distance is a nuclear norm of the s
 so :math:`d_\Sigma = (\lVert A\rVert_F^2 + \lVert B\rVert_F^2 - 2\lVert AB^\top\rVert_*)/4`,
 :math:`d_\mu = \lVert m_1 - m_2\rVert^2/4` and :math:`\mathrm{SOCM} = (1-d_\mu)\,d_\Sigma`.
 
-How the engine is fast and still exact, one job per module:
+How the engine is fast and still exact, one job per module, each calling only the public names of those below it:
 
 * :mod:`socm_lib.factors`: each text's ``A`` as its Helmert rows, or the ``d`` rows of their QR factor for a
   long cloud, grouped into zero-padded buckets of similar length (padding adds only zero singular values);
 * :mod:`socm_lib.block_plan`: the pairs cut into blocks of bounded size (all pairs, listed pairs, grids of
-  listed pairs), visited so that each bucket is formed a few times, not once per block;
+  listed pairs), visited so that each bucket is formed a few times, not once per block: a plan that is data;
 * :mod:`socm_lib.block_math`: one block's cross-Grams from one large matrix product, and their nuclear norms
-  (singular values of :math:`AB^\top` itself, never of its square; float64 by default) on the numpy or torch path;
+  (singular values of :math:`AB^\top` itself, never of its square; float64 by default) on the numpy or torch path,
+  and each pair's figures by the one formula of :func:`socm_lib.results.pair_figures`;
 * :mod:`socm_lib.block_runner`: the blocks run on every core (CPU) or one after another as batched calls (GPU),
-  each block's pairs handed to a consumer and then dropped;
-* :mod:`socm_lib.memory`: what a call will allocate against what the machine has free;
-* :mod:`socm_lib.results`: :class:`~socm_lib.results.SOCMResult` and :class:`~socm_lib.results.PairResult`.
+  each block's pairs handed to a consumer and then dropped (:mod:`socm_lib.distributed`: on a Dask cluster);
+* :mod:`socm_lib.memory`: what a call will allocate, from the numbers of its layout, against what the machine has
+  free;
+* :mod:`socm_lib.results`: :class:`~socm_lib.results.SOCMResult`, :class:`~socm_lib.results.PairResult` and the
+  formula.
 
 Backends. ``backend="auto"`` takes numpy (BLAS products; the nuclear norms from the compiled lane kernel of
 :mod:`socm_lib.nuclear`, or LAPACK ``gesdd`` where it is not built) on the CPU and torch on a GPU;
@@ -45,11 +48,11 @@ import torch
 from tqdm import tqdm
 
 from .block_plan import all_pairs, cross_pairs
-from .block_runner import _engine, _require_finite, _run_blocks
+from .block_runner import prepare_engine, run_blocks
 from .checks import as_bool, as_cloud, as_clouds, as_pair_set, as_progress, show_progress
-from .factors import _factor
+from .factors import factor
 from .memory import BYTES_PER_PAIR, as_block_elems, memory_estimate, require_memory
-from .results import PairResult, SOCMResult
+from .results import PairResult, SOCMResult, pair_figures, require_finite
 
 
 def socm_pairs(
@@ -85,8 +88,8 @@ def socm_pairs(
         1e-6. TF32 is switched off while the engine runs, so float32 products stay float32.
     backend
         ``"auto"`` (numpy on the CPU, torch on a GPU), ``"numpy"`` (CPU only) or ``"torch"``: the
-        batched-torch path a GPU takes (torch matmul, batched singular values:
-        :data:`~socm_lib.block_math.TORCH_SVD`, blocks one after another), on any device; on the CPU it serves to
+        batched-torch path a GPU takes (torch matmul, batched singular values: the setting ``torch_svd`` of
+        :func:`socm_lib.config_context`, blocks one after another), on any device; on the CPU it serves to
         test that path.
     bucket_tolerance
         Texts whose lengths differ by at most this fraction share a padded bucket.
@@ -94,8 +97,9 @@ def socm_pairs(
         Largest number of cross-Gram entries held at once per worker (bounds the working memory); at most
         :data:`~socm_lib.memory.MAX_BLOCK_ELEMS`.
     progress
-        Show a progress bar on stderr (``True`` or ``False``); ``None`` shows one for more than
-        :data:`~socm_lib.checks.PROGRESS_PAIRS` (20,000) pairs when stderr is a terminal (not in a notebook).
+        Show a progress bar on stderr (``True`` or ``False``); ``None`` follows the setting ``progress`` of
+        :func:`socm_lib.config_context`, by default a bar for more than :data:`~socm_lib.checks.PROGRESS_PAIRS`
+        (20,000) pairs when stderr is a terminal (not in a notebook).
 
     Integer options must be integers (a numpy integer will do, a ``bool`` will not), ``dtype`` may be
     given as ``torch.float32``, ``numpy.float32`` or ``"float32"`` (:func:`socm_lib.checks.as_dtype`).
@@ -114,15 +118,16 @@ def socm_pairs(
 
 
 def _socm_pairs(clouds, pairs, *, normalize, device, dtype, backend, bucket_tolerance, block_elems, progress,
-                caller: str = "socm_pairs") -> PairResult:
-    """:func:`socm_pairs`, its errors naming ``caller`` (the public function the user called)."""
+                caller: str = "socm_pairs", name=lambda k: f"clouds[{k}]") -> PairResult:
+    """:func:`socm_pairs`, its errors naming ``caller`` (the public function the user called) and each cloud
+    ``name(k)``."""
     block_elems, progress = as_block_elems(block_elems), as_progress(progress)
-    engine = _engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
-                     bucket_tolerance=bucket_tolerance)
+    engine = prepare_engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
+                            bucket_tolerance=bucket_tolerance, name=name)
     n = len(engine.means)
     pairs, n_pairs = as_pair_set(pairs, n)
     listed = pairs is not None
-    require_memory(memory_estimate(n_pairs, engine, block_elems),
+    require_memory(memory_estimate(n_pairs, engine.footprint(), block_elems),
                    f"{caller} of {n_pairs:,} pairs ({BYTES_PER_PAIR} bytes a pair for the per-pair results, plus block "
                    "buffers)",
                    "Use socm_lib.socm_summary (means, median, histograms and the most/least collapsed pairs in memory "
@@ -134,7 +139,7 @@ def _socm_pairs(clouds, pairs, *, normalize, device, dtype, backend, bucket_tole
 
     show = show_progress(progress, n_pairs)
     with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
-        _run_blocks(engine, pairs if listed else None, block_elems, fill, bar)
+        run_blocks(engine, pairs if listed else None, block_elems, fill, bar)
     pairs = pairs if listed else all_pairs(n)
     return PairResult(i=pairs[:, 0].copy(), j=pairs[:, 1].copy(), d_mu=d_mu, d_sigma=d_sigma, socm=socm_)
 
@@ -164,13 +169,10 @@ def socm_cross(clouds_a, clouds_b, *, aligned: bool = False, **options) -> PairR
     if A[0].shape[1] != B[0].shape[1]:
         raise ValueError(f"clouds_a have d = {A[0].shape[1]} but clouds_b have d = {B[0].shape[1]}; both sets must "
                          "come from the same encoder and layer.")
-    normalize = as_bool(options.get("normalize", True), "normalize")
-    for name, clouds in (("clouds_a", A), ("clouds_b", B)):  # a cloud the engine refuses, named as the caller knows it
-        for k, x in enumerate(clouds):
-            _factor(x, normalize, f"{name}[{k}]")
     options = {"normalize": True, "device": None, "dtype": torch.float64, "backend": "auto", "bucket_tolerance": 0.05,
                "block_elems": 1 << 22, "progress": None, **options}
-    result = _socm_pairs(A + B, cross_pairs(len(A), len(B), aligned=aligned), caller="socm_cross", **options)
+    result = _socm_pairs(A + B, cross_pairs(len(A), len(B), aligned=aligned), caller="socm_cross",
+                         name=lambda k: f"clouds_a[{k}]" if k < len(A) else f"clouds_b[{k - len(A)}]", **options)
     result.j -= len(A)
     return result
 
@@ -183,16 +185,16 @@ def socm(X1, X2, *, normalize: bool = True) -> SOCMResult:
     (one SVD of the small cross-Gram :math:`A_1 A_2^\top`, float64 on the CPU) with the same factors as
     :func:`socm_pairs`, without the batched engine's buckets and threads: at most ``d x d``, however long the
     clouds, since a cloud with more tokens than dimensions is first shortened to the ``d`` rows of a QR factor
-    with the same covariance (:func:`socm_lib.factors._shortened`).
+    with the same covariance (:func:`socm_lib.factors.shortened`).
     """
     normalize = as_bool(normalize, "normalize")
     X = [as_cloud(x, f"X{k + 1}") for k, x in enumerate((X1, X2))]
     if X[0].shape[1] != X[1].shape[1]:
         raise ValueError(f"X2 has d = {X[1].shape[1]} but X1 has d = {X[0].shape[1]}; both clouds must come from "
                          "the same encoder and layer.")
-    (m1, A), (m2, B) = (_factor(x, normalize, f"X{k + 1}") for k, x in enumerate(X))
+    (m1, A), (m2, B) = (factor(x, normalize, f"X{k + 1}") for k, x in enumerate(X))
     nuclear = float(np.linalg.svd(A.numpy() @ B.numpy().T, compute_uv=False).sum()) if len(A) and len(B) else 0.0
-    d_sigma = max(float((A * A).sum()) + float((B * B).sum()) - 2.0 * nuclear, 0.0) / 4.0
     d_mu = float(((m1 - m2) ** 2).sum()) / 4.0
-    _require_finite(np.array([(1.0 - d_mu) * d_sigma]), lambda k: ("X1", "X2"))
-    return SOCMResult(d_mu=d_mu, d_sigma=d_sigma, socm=(1.0 - d_mu) * d_sigma)
+    d_sigma, socm_ = pair_figures(d_mu, float((A * A).sum()), float((B * B).sum()), nuclear)
+    require_finite(np.array([socm_]), lambda k: ("X1", "X2"))
+    return SOCMResult(d_mu=d_mu, d_sigma=float(d_sigma), socm=float(socm_))

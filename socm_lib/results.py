@@ -1,4 +1,6 @@
-"""The engine's result types: :class:`SOCMResult` for one pair, :class:`PairResult` for many (book, Chapter 3).
+r"""The engine's results: :class:`SOCMResult` for one pair, :class:`PairResult` for many, :class:`PairSummary` for
+more than memory holds, and the one formula that makes a pair's figures from its parts, :func:`pair_figures` (book,
+Chapters 3 and 6).
 
 A :class:`PairResult` holds one entry per pair in five parallel arrays (``i, j, d_mu, d_sigma, socm``); indexing
 it by an integer gives one pair, by a slice, boolean mask or index array the pairs chosen.
@@ -6,7 +8,7 @@ it by an integer gives one pair, by a slice, boolean mask or index array the pai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -96,3 +98,66 @@ class PairResult:
             "mean_d_sigma": float(np.mean(self.d_sigma)),
             "share_d_sigma_above_1": float(np.mean(self.d_sigma > 1.0)),
         }
+
+
+@dataclass
+class Histogram:
+    """Counts of values in ``len(edges) - 1`` bins: ``[edges[k], edges[k+1])``, the last bin closed."""
+
+    edges: np.ndarray
+    counts: np.ndarray
+
+
+@dataclass
+class PairSummary:
+    """What :func:`socm_lib.socm_summary` measured; :meth:`summary` has the keys of :meth:`PairResult.summary`."""
+
+    pairs: int
+    mean_socm: float
+    median_socm: float
+    median_socm_error: float  # bound on |median_socm - exact median|; 0.0 when exact
+    mean_d_mu: float
+    mean_d_sigma: float
+    share_d_sigma_above_1: float
+    histograms: dict[str, Histogram] = field(repr=False)  # keys "d_mu", "d_sigma", "socm"
+    most_collapsed: PairResult = field(repr=False)  # highest SOCM first
+    least_collapsed: PairResult = field(repr=False)  # lowest SOCM first
+
+    def summary(self) -> dict[str, float]:
+        """The figures of :meth:`socm_lib.PairResult.summary`, same keys and order."""
+        return {
+            "pairs": float(self.pairs),
+            "mean_socm": self.mean_socm,
+            "median_socm": self.median_socm,
+            "mean_d_mu": self.mean_d_mu,
+            "mean_d_sigma": self.mean_d_sigma,
+            "share_d_sigma_above_1": self.share_d_sigma_above_1,
+        }
+
+
+def pair_figures(d_mu, trace_a, trace_b, nuclear):
+    r"""``(d_sigma, socm)`` of pairs from their parts (floats, or arrays of one entry per pair):
+
+    .. math::
+
+        d_\Sigma = \max\big(\operatorname{tr}\Sigma_a + \operatorname{tr}\Sigma_b
+        - 2\lVert A_a A_b^\top\rVert_*,\ 0\big)/4, \qquad \mathrm{SOCM} = (1 - d_\mu)\, d_\Sigma
+
+    (Definition ``def-ch03-socm``, Theorem ``thm-ch06-nuclear``), :math:`d_\Sigma` clamped at 0 against round-off
+    below zero. An overflow (clouds too large for ``normalize=False``) gives a non-finite SOCM, which
+    :func:`require_finite` refuses.
+    """
+    d_sigma = np.maximum(trace_a + trace_b - 2.0 * nuclear, 0.0) / 4.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        socm = (1.0 - d_mu) * d_sigma
+    return d_sigma, socm
+
+
+def require_finite(socm, names) -> None:
+    """Refuse a non-finite SOCM, naming the two clouds (``names(k)``) of the first pair ``k`` that has one."""
+    bad = np.flatnonzero(~np.isfinite(socm))
+    if len(bad):
+        a, b = names(bad[0])
+        raise ValueError(f"The pair ({a}, {b}) gives a non-finite SOCM: its clouds are too large for normalize=False "
+                         "(d_mu or d_sigma overflows float64). Pass normalize=True (SOCM is then scale-free), or "
+                         "rescale the clouds.")

@@ -2,12 +2,13 @@ r"""SOCM over more pairs than memory holds: a streamed summary (book, Chapter 6)
 
 All pairs of :math:`N` texts are :math:`N(N-1)/2` pairs; :func:`socm_lib.socm_pairs` keeps about 80
 bytes of each (16 GB at :math:`N = 20{,}000`). :func:`socm_summary` runs the same engine
-(:func:`socm_lib.block_runner._run_blocks`) but folds every block into running figures and drops it:
+(:func:`socm_lib.block_runner.run_blocks`, or the workers of a Dask cluster: :mod:`socm_lib.distributed`) but folds
+every block into a tally (:mod:`socm_lib.tally`) and drops it:
 
-* exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (float64 block sums added by
-  ``math.fsum``, so that they do not depend on the order in which threads finish), and
-  the share of pairs with :math:`d_\Sigma > 1`;
-* the median of SOCM: exact while the pairs number at most ``exact_median_limit`` (their SOCM
+* exact counts and means of :math:`d_\mu`, :math:`d_\Sigma` and SOCM (float64 block sums added exactly and
+  rounded once, as ``math.fsum`` rounds them, so that they do not depend on the order in which threads or workers
+  finish), and the share of pairs with :math:`d_\Sigma > 1`;
+* the median of SOCM: exact when the pairs number at most ``exact_median_limit`` (their SOCM
   values are kept, 8 bytes a pair), beyond that from a histogram of :data:`MEDIAN_BINS` bins, with
   its error bound (half a bin width) stated next to it;
 * histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over ranges fixed before the main pass
@@ -30,19 +31,19 @@ Memory is bounded by the block size and these fixed-size tallies, not by the num
 
 from __future__ import annotations
 
-import math
 import sys
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checks import as_int, as_pair_set, as_progress, show_progress
 from .block_plan import all_pairs
-from .block_runner import _engine, _run_blocks
+from .block_runner import prepare_engine, run_blocks
+from .checks import as_int, as_pair_set, as_progress, show_progress
+from .distributed import require_client, run_on_cluster
 from .memory import as_block_elems
-from .results import PairResult
+from .results import PairResult, PairSummary
+from .tally import FIELDS, TallySpec
 
 #: Bins of the histograms returned by :func:`socm_summary` (one per quantity).
 DEFAULT_BINS = 200
@@ -56,7 +57,6 @@ EXACT_MEDIAN_LIMIT = 1_000_000
 #: Pairs per chunk when the pairs are also handed out in order (``on_pairs``).
 CHUNK_PAIRS = 1 << 20
 
-_FIELDS = ("d_mu", "d_sigma", "socm")
 #: Pairs of the pre-pass that sets the histograms' ranges when ``range`` does not (module docstring) ...
 RANGE_SAMPLE_PAIRS = 4096
 #: ... drawn with this seed, so that every run takes the same pairs.
@@ -67,129 +67,9 @@ RANGE_FENCE = 3.0
 RANGE_MARGIN = 0.01
 
 
-@dataclass
-class Histogram:
-    """Counts of values in ``len(edges) - 1`` bins: ``[edges[k], edges[k+1])``, the last bin closed."""
-
-    edges: np.ndarray
-    counts: np.ndarray
-
-
-@dataclass
-class PairSummary:
-    """What :func:`socm_summary` measured; :meth:`summary` has the keys of :meth:`PairResult.summary`."""
-
-    pairs: int
-    mean_socm: float
-    median_socm: float
-    median_socm_error: float  # bound on |median_socm - exact median|; 0.0 when exact
-    mean_d_mu: float
-    mean_d_sigma: float
-    share_d_sigma_above_1: float
-    histograms: dict[str, Histogram] = field(repr=False)  # keys "d_mu", "d_sigma", "socm"
-    most_collapsed: PairResult = field(repr=False)  # highest SOCM first
-    least_collapsed: PairResult = field(repr=False)  # lowest SOCM first
-
-    def summary(self) -> dict[str, float]:
-        """The figures of :meth:`socm_lib.PairResult.summary`, same keys and order."""
-        return {
-            "pairs": float(self.pairs),
-            "mean_socm": self.mean_socm,
-            "median_socm": self.median_socm,
-            "mean_d_mu": self.mean_d_mu,
-            "mean_d_sigma": self.mean_d_sigma,
-            "share_d_sigma_above_1": self.share_d_sigma_above_1,
-        }
-
-
-def _bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Bin of each value, as :func:`numpy.histogram` counts them (values past either end go to the end bins)."""
-    return np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
-
-
 def _edges(lo: float, hi: float, bins: int) -> np.ndarray:
     hi = hi + 1e-9 * max(abs(hi), abs(lo)) if hi > lo else lo + 1.0  # round-off margin; a point range gets width 1
     return np.linspace(lo, hi, bins + 1)
-
-
-class _Tally:
-    """Running sums, histograms, median and top-k lists of the pairs handed to :meth:`add`."""
-
-    def __init__(self, ranges: dict, bins: int, top_k: int, exact_median_limit: int, hist_ranges: dict):
-        self.n, self.above = 0, 0
-        self.partials = {k: [] for k in _FIELDS}  # one float64 sum per block, added up at the end
-        self.edges = {k: _edges(*hist_ranges[k], bins) for k in _FIELDS}
-        self.counts = {k: np.zeros(bins, dtype=np.int64) for k in _FIELDS}
-        self.fine_edges = _edges(*ranges["socm"], MEDIAN_BINS)
-        self.fine = np.zeros(MEDIAN_BINS, dtype=np.int64)
-        self.values: list | None = []
-        self.exact_median_limit = exact_median_limit
-        self.top_k = top_k
-        empty = {"position": np.zeros(0, np.int64), "i": np.zeros(0, np.int64), "j": np.zeros(0, np.int64),
-                 **{k: np.zeros(0) for k in _FIELDS}}
-        self.most, self.least = dict(empty), dict(empty)
-
-    def add(self, positions, i, j, d_mu, d_sigma, socm) -> None:
-        block = {"position": np.asarray(positions, np.int64), "i": i, "j": j, "d_mu": d_mu, "d_sigma": d_sigma,
-                 "socm": socm}
-        self.n += len(socm)
-        self.above += int(np.count_nonzero(d_sigma > 1.0))
-        for k in _FIELDS:
-            self.partials[k].append(float(np.sum(block[k], dtype=np.float64)))
-            self.counts[k] += np.bincount(_bin_index(self.edges[k], block[k]), minlength=len(self.counts[k]))
-        np.add.at(self.fine, _bin_index(self.fine_edges, socm), 1)  # a block has far fewer pairs than bins
-        if self.values is not None:
-            if self.n <= self.exact_median_limit:
-                self.values.append(np.array(socm))
-            else:
-                self.values = None  # too many to keep: the median comes from the fine histogram
-        if self.top_k:
-            self.most = self._keep(self.most, block, largest=True)
-            self.least = self._keep(self.least, block, largest=False)
-
-    def total(self, name: str) -> float:
-        """The sum of ``name`` over every pair: ``math.fsum`` of the block sums, correctly rounded and so
-        independent of the order in which the threads handed the blocks over."""
-        return math.fsum(self.partials[name])
-
-    def _keep(self, kept: dict, block: dict, largest: bool) -> dict:
-        """The ``top_k`` pairs of ``kept`` and ``block`` by SOCM (descending if ``largest``), ties by position."""
-        both = {k: np.concatenate([kept[k], block[k]]) for k in kept}
-        key = -both["socm"] if largest else both["socm"]
-        candidates = np.arange(len(key))
-        if len(key) > self.top_k:
-            kth = np.partition(key, self.top_k - 1)[self.top_k - 1]
-            candidates = np.flatnonzero(key <= kth)
-        chosen = candidates[np.lexsort((both["position"][candidates], key[candidates]))][: self.top_k]
-        return {k: v[chosen] for k, v in both.items()}
-
-    def _median(self) -> tuple[float, float]:
-        if self.values is not None:
-            return float(np.median(np.concatenate(self.values))), 0.0
-        # np.median's order statistics (n-1)//2 and n//2 (0-based), each placed at the centre of its bin
-        cum = np.cumsum(self.fine)
-        lo, hi = np.searchsorted(cum, [(self.n - 1) // 2, self.n // 2], side="right")
-        centres = (self.fine_edges[:-1] + self.fine_edges[1:]) / 2
-        return float((centres[lo] + centres[hi]) / 2), float((self.fine_edges[1] - self.fine_edges[0]) / 2)
-
-    def result(self) -> PairSummary:
-        median, error = self._median()
-
-        def pairs_of(kept):
-            return PairResult(i=kept["i"], j=kept["j"], d_mu=kept["d_mu"], d_sigma=kept["d_sigma"], socm=kept["socm"])
-
-        return PairSummary(
-            pairs=self.n,
-            mean_socm=self.total("socm") / self.n,
-            median_socm=median,
-            median_socm_error=error,
-            mean_d_mu=self.total("d_mu") / self.n,
-            mean_d_sigma=self.total("d_sigma") / self.n,
-            share_d_sigma_above_1=self.above / self.n,
-            histograms={k: Histogram(self.edges[k], self.counts[k]) for k in _FIELDS},
-            most_collapsed=pairs_of(self.most),
-            least_collapsed=pairs_of(self.least),
-        )
 
 
 def _ranges(means: np.ndarray, traces: np.ndarray) -> dict:
@@ -219,13 +99,13 @@ def _range_sample(n: int, pairs: np.ndarray | None, n_pairs: int) -> tuple[np.nd
 def _sampled_ranges(engine, pairs: np.ndarray | None, n_pairs: int, block_elems: int, bounds: dict) -> dict:
     """Histogram ranges ``{name: (low, high)}`` from the pre-pass of :func:`_range_sample` (module docstring)."""
     sample, complete = _range_sample(len(engine.means), pairs, n_pairs)
-    values = {k: np.empty(len(sample)) for k in _FIELDS}
+    values = {k: np.empty(len(sample)) for k in FIELDS}
 
     def keep(positions, i, j, d_mu, d_sigma, socm):
         values["d_mu"][positions], values["d_sigma"][positions], values["socm"][positions] = d_mu, d_sigma, socm
 
     with tqdm(total=len(sample), disable=True) as bar:
-        _run_blocks(engine, sample, block_elems, keep, bar)
+        run_blocks(engine, sample, block_elems, keep, bar)
     out = {}
     for k, v in values.items():
         lo, hi = float(v.min()), float(v.max())
@@ -246,8 +126,8 @@ def _histogram_ranges(given) -> dict:
         raise TypeError(f"range must be None or a dict such as {{'socm': (0.0, 0.5)}}, got {type(given).__name__}.")
     out = {}
     for name, value in given.items():
-        if name not in _FIELDS:
-            raise ValueError(f"range has an unknown key {name!r}; use some of {list(_FIELDS)}.")
+        if name not in FIELDS:
+            raise ValueError(f"range has an unknown key {name!r}; use some of {list(FIELDS)}.")
         numbers = (int, float, np.integer, np.floating)
         if (isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2
                 or not all(isinstance(v, numbers) and not isinstance(v, (bool, np.bool_)) for v in value)):
@@ -300,6 +180,7 @@ def socm_summary(
     on_pairs=None,
     chunk_pairs: int = CHUNK_PAIRS,
     range: dict | None = None,
+    client=None,
 ) -> PairSummary:
     r"""The figures of ``socm_pairs(clouds, pairs).summary()``, histograms and extreme pairs, in bounded memory.
 
@@ -325,6 +206,11 @@ def socm_summary(
         ``None``, or a function called as ``on_pairs(start, chunk)`` with consecutive
         :class:`~socm_lib.PairResult` chunks of about ``chunk_pairs`` pairs, in pair order
         (``start`` is the chunk's first position); for writing every pair out without holding them all.
+    client
+        ``None`` (this machine's cores), or a ``distributed.Client``: the blocks run as tasks on its Dask cluster's
+        workers (:mod:`socm_lib.distributed`; needs ``pip install socm-book[distributed]``), and the summary is the
+        one this machine gives, bit for bit, whatever the number of workers. The workers compute on their CPUs
+        (``device`` ``None`` or ``"cpu"``); ``on_pairs`` needs the pairs in order here and is not taken with it.
 
     Returns
     -------
@@ -343,25 +229,36 @@ def socm_summary(
     progress = as_progress(progress)
     if on_pairs is not None and not callable(on_pairs):
         raise TypeError(f"on_pairs must be a function on_pairs(start, chunk) or None, got {type(on_pairs).__name__}.")
-    engine = _engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
-                     bucket_tolerance=bucket_tolerance)
+    if client is not None:
+        require_client(client)
+        if on_pairs is not None:
+            raise TypeError("on_pairs hands out the pairs in order from this process, which a cluster's workers do not "
+                            "keep; call socm_summary without client= to write every pair.")
+        device = "cpu" if device is None else device
+    engine = prepare_engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
+                            bucket_tolerance=bucket_tolerance)
     n = len(engine.means)
     pairs, n_pairs = as_pair_set(pairs, n)
     bounds, given = _ranges(engine.means, engine.traces), _histogram_ranges(range)
-    sampled = _sampled_ranges(engine, pairs, n_pairs, block_elems, bounds) if set(_FIELDS) - set(given) else {}
-    tally = _Tally(bounds, bins, top_k, exact_median_limit, {**bounds, **sampled, **given})
+    sampled = _sampled_ranges(engine, pairs, n_pairs, block_elems, bounds) if set(FIELDS) - set(given) else {}
+    ranges = {**bounds, **sampled, **given}
+    spec = TallySpec({k: _edges(*ranges[k], bins) for k in FIELDS},
+                     None if n_pairs <= exact_median_limit else _edges(*bounds["socm"], MEDIAN_BINS), top_k)
+    tally = spec.empty()
     show = show_progress(progress, n_pairs)
     with tqdm(total=n_pairs, disable=not show, file=sys.stderr, unit="pair", desc="SOCM") as bar:
-        if on_pairs is None:
-            _run_blocks(engine, pairs, block_elems, tally.add, bar)
+        if client is not None:
+            run_on_cluster(client, engine, pairs, block_elems, tally, bar)
+        elif on_pairs is None:
+            run_blocks(engine, pairs, block_elems, tally.add, bar)
         else:
             for start, chunk in _chunks_in_order(n, pairs, chunk_pairs):
-                out = {k: np.empty(len(chunk)) for k in _FIELDS}
+                out = {k: np.empty(len(chunk)) for k in FIELDS}
 
                 def fill(positions, i, j, d_mu, d_sigma, socm):
                     out["d_mu"][positions], out["d_sigma"][positions], out["socm"][positions] = d_mu, d_sigma, socm
 
-                _run_blocks(engine, chunk, block_elems, fill, bar)
+                run_blocks(engine, chunk, block_elems, fill, bar)
                 result = PairResult(i=chunk[:, 0].copy(), j=chunk[:, 1].copy(), **out)
                 on_pairs(start, result)
                 tally.add(start + np.arange(len(chunk)), result.i, result.j, result.d_mu, result.d_sigma, result.socm)

@@ -165,24 +165,32 @@ def test_form_is_judged_before_anything_is_computed(monkeypatch, bad, status):
 
 
 def test_expected_value_is_computed_once_and_without_progress_bars(monkeypatch, capsys):
+    """The library's bars are off while a check computes, even where the reader asked for bars everywhere
+    (socm_lib.config_context(progress=True)), and the process's tqdm is left as it was."""
+    import numpy as np
     from tqdm import tqdm
 
-    calls = []
+    import socm_lib
+
+    calls, init = [], vars(tqdm)["__init__"]
+    clouds = [np.random.default_rng(k).normal(size=(4, 3)) + 1.0 for k in range(3)]
 
     def expected():
         calls.append(1)
-        for _ in tqdm(range(3), desc="a bar a check must not show"):
-            pass
+        socm_lib.socm_pairs(clouds)  # progress=None: the setting decides
         return 2.0
 
     task = course.Task(id="nb99.2", question="a spy", expected=expected, rtol=1e-3)
     monkeypatch.setitem(course._TASKS, task.id, task)
     course._expected.cache_clear()
-    for answer in (2.0, 2.01, 3.0, 2.0):
-        course.check(task.id, answer)
-    assert calls == [1]
+    with socm_lib.config_context(progress=True):
+        socm_lib.socm_pairs(clouds)
+        assert "SOCM" in capsys.readouterr().err  # the reader's setting shows a bar outside a check
+        for answer in (2.0, 2.01, 3.0, 2.0):
+            course.check(task.id, answer)
+    assert calls == [1] and vars(tqdm)["__init__"] is init
     out = capsys.readouterr()
-    assert "a bar" not in out.out + out.err
+    assert "SOCM" not in out.out + out.err
     assert out.out.splitlines() == ["nb99.2: right.", "nb99.2: close. Give more digits. Give 4 significant digits "
                                     "(right within a relative error of 1e-03).", "nb99.2: wrong.", "nb99.2: right."]
     course._expected.cache_clear()

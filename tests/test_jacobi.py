@@ -9,7 +9,7 @@ import torch
 import socm_lib
 from socm_lib import jacobi
 from socm_lib import block_math
-from socm_lib.factors import _factor
+from socm_lib.factors import factor
 
 RTOL = 1e-12  # the engine's promise, on each matrix's nuclear norm
 
@@ -95,7 +95,7 @@ def test_real_cross_grams_of_all_minilm_l6():
     """Every pair of 14 corpus texts, each cross-Gram zero-padded to the longest (padding adds zero singular values)."""
     enc = socm_lib.load_encoder("all-minilm-l6", device="cpu")
     texts = socm_lib.sample_texts(list(socm_lib.corpus()["text"]), 14, seed=7)
-    factors = [_factor(torch.from_numpy(c).double(), True, "c")[1].numpy()
+    factors = [factor(torch.from_numpy(c).double(), True, "c")[1].numpy()
                for c in socm_lib.token_embeddings(enc, texts, progress=False)]
     L = max(len(A) for A in factors)
     padded = np.stack([np.pad(A, ((0, L - len(A)), (0, 0))) for A in factors])
@@ -140,9 +140,9 @@ def test_engine_with_the_jacobi_solver_matches_lapack(listed):
     clouds = [1.0 + 0.6 * rng.normal(size=(n, d)) for n in rng.integers(1, 70, 30)]
     pairs = rng.integers(0, len(clouds), size=(300, 2)) if listed else None
     ref = socm_lib.socm_pairs(clouds, pairs, device="cpu", backend="numpy", progress=False)
-    with block_math.torch_svd("jacobi"):
+    with socm_lib.config_context(torch_svd="jacobi"):
         got = socm_lib.socm_pairs(clouds, pairs, device="cpu", backend="torch", progress=False)
-    assert block_math.TORCH_SVD == "auto"
+    assert socm_lib.get_config()["torch_svd"] == "auto"
     for key in ("d_mu", "d_sigma", "socm"):
         np.testing.assert_allclose(getattr(got, key), getattr(ref, key), rtol=1e-12, atol=1e-15, err_msg=key)
 
@@ -150,10 +150,10 @@ def test_engine_with_the_jacobi_solver_matches_lapack(listed):
 def test_solver_choice(monkeypatch):
     small, big = torch.zeros(2, 32, 32), torch.zeros(2, 33, 8)
     assert block_math._torch_solver(small) == block_math._torch_solver(big) == "svdvals"  # auto, on the CPU
-    with block_math.torch_svd("jacobi"):
+    with socm_lib.config_context(torch_svd="jacobi"):
         assert block_math._torch_solver(small) == "jacobi"
-    with pytest.raises(ValueError, match="solver must be one of 'auto', 'jacobi', 'svdvals'"):
-        with block_math.torch_svd("gesvdj"):
+    with pytest.raises(ValueError, match="torch_svd must be one of 'auto', 'jacobi', 'svdvals'"):
+        with socm_lib.config_context(torch_svd="gesvdj"):
             pass
 
     class FakeCuda:  # what "auto" does on a GPU, decided from the batch's device and shape alone
@@ -179,7 +179,7 @@ def test_the_torch_path_never_loops_per_matrix_with_jacobi(monkeypatch):
     monkeypatch.setattr(block_math.torch.linalg, "svdvals", lambda *a, **kw: pytest.fail("svdvals called"))
     rng = np.random.default_rng(8)
     clouds = [rng.normal(size=(n, 80)) for n in (50, 52, 51, 49, 53)]
-    with block_math.torch_svd("jacobi"):
+    with socm_lib.config_context(torch_svd="jacobi"):
         socm_lib.socm_pairs(clouds, device="cpu", backend="torch", progress=False)
     # three bucket pairs ({48, 49, 50} and {51, 52} Helmert rows), so three blocks: one call each, ten pairs in all
     assert len(calls) == 3 and sum(c[0] for c in calls) == 10 and min(min(c[1:]) for c in calls) > 32

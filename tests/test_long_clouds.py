@@ -19,19 +19,19 @@ def long_cloud(rng, n: int, d: int, spread: float = 1.0) -> np.ndarray:
 def test_shortened_factor_has_the_same_gram_matrix_and_d_rows():
     rng = np.random.default_rng(0)
     A = torch.from_numpy(rng.normal(size=(500, 12)))
-    R = factors._shortened(A)
+    R = factors.shortened(A)
     assert R.shape == (12, 12)
     np.testing.assert_allclose((R.T @ R).numpy(), (A.T @ A).numpy(), rtol=1e-13, atol=1e-12)
     short = torch.from_numpy(rng.normal(size=(7, 12)))
-    assert factors._shortened(short) is short  # n - 1 <= d: the Helmert rows stay as they are
+    assert factors.shortened(short) is short  # n - 1 <= d: the Helmert rows stay as they are
 
 
 def test_engine_factors_have_min_n_minus_1_d_rows():
     rng = np.random.default_rng(1)
     d = 10
     clouds = [long_cloud(rng, n, d) for n in (1, 4, 11, 12, 400)]
-    prepared = block_runner._engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
-                              bucket_tolerance=0.05)
+    prepared = block_runner.prepare_engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
+                                           bucket_tolerance=0.05)
     rows = {int(g): B.rows for B in prepared.buckets for g in B.members}
     assert [rows[k] for k in range(5)] == [1, 3, 10, 10, 10]  # one-token: one zero row; then min(n - 1, d)
 
@@ -76,9 +76,9 @@ def test_long_clouds_take_a_d_x_d_cross_gram(monkeypatch):
         return real_svd(a, *args, **kw)
 
     monkeypatch.setattr(np.linalg, "svd", spy)
-    monkeypatch.setenv("SOCM_SVD_KERNEL", "lapack")  # the engine's matrices go to LAPACK, where the spy sees them
     rng = np.random.default_rng(4)
     X1, X2 = long_cloud(rng, 2000, 6), long_cloud(rng, 2000, 6)
     socm_lib.socm(X1, X2)
-    socm_lib.socm_pairs([X1, X2], device="cpu", progress=False)
+    with socm_lib.config_context(svd_kernel="lapack"):  # the engine's matrices go to LAPACK, where the spy sees them
+        socm_lib.socm_pairs([X1, X2], device="cpu", progress=False)
     assert shapes == [(6, 6), (6, 6)]

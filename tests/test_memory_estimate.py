@@ -15,8 +15,8 @@ from socm_lib import block_runner, memory
 
 
 def prepared(clouds, backend="numpy"):
-    return block_runner._engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend=backend,
-                          bucket_tolerance=0.05)
+    return block_runner.prepare_engine(clouds, normalize=True, device="cpu", dtype=torch.float64, backend=backend,
+                                       bucket_tolerance=0.05)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -24,9 +24,9 @@ def test_estimate_grows_with_the_token_count(backend):
     rng = np.random.default_rng(0)
     d, block_elems = 1000, 1000
     short, long = (prepared([1.0 + rng.normal(size=(n, d)) for _ in range(2)], backend) for n in (50, 900))
-    cache = [min(e.factors.capacity, sum(e.factors.nbytes(B) for B in e.buckets)) for e in (short, long)]
-    grown = (memory.memory_estimate(1, long, block_elems) - cache[1]) - (memory.memory_estimate(1, short, block_elems)
-                                                                        - cache[0])
+    cache = [e.footprint().cache_bytes for e in (short, long)]
+    grown = ((memory.memory_estimate(1, long.footprint(), block_elems) - cache[1])
+             - (memory.memory_estimate(1, short.footprint(), block_elems) - cache[0]))
     # at least the one 899 x 899 cross-Gram of the pair, float64, held twice, for each worker
     assert grown >= long.threads * 2 * 8 * (899**2 - 49**2)
 
@@ -36,7 +36,7 @@ def test_long_clouds_are_estimated_at_d_x_d_cross_grams():
     rng = np.random.default_rng(1)
     e = prepared([1.0 + rng.normal(size=(5000, 64)) for _ in range(3)])
     assert [B.rows for B in e.buckets] == [64]
-    assert memory.block_bytes(e, 1000) < 8 * 4999**2 / 10
+    assert memory.block_bytes(e.footprint(), 1000) < 8 * 4999**2 / 10
 
 
 PEAK = """
@@ -51,8 +51,9 @@ def kib(key):
 rng = np.random.default_rng(2)
 clouds = [1.0 + rng.normal(size=(1000, 1100)) for _ in range(2)]
 socm_lib.socm_pairs([c[:30] for c in clouds], device="cpu", backend="{backend}", progress=False)  # warm up
-need = memory.memory_estimate(1, block_runner._engine(clouds, normalize=True, device="cpu", dtype=torch.float64,
-                                                      backend="{backend}", bucket_tolerance=0.05), 1000)
+need = memory.memory_estimate(1, block_runner.prepare_engine(clouds, normalize=True, device="cpu", dtype=torch.float64,
+                                                            backend="{backend}", bucket_tolerance=0.05).footprint(),
+                              1000)
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # reset the peak (VmHWM) to the current resident set
 base = kib("VmRSS")

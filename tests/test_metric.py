@@ -117,24 +117,30 @@ def test_listed_pairs_match_reference(ragged, normalize, tolerance, block_elems)
 @pytest.mark.parametrize("tolerance,block_elems", [(100.0, 1 << 22), (0.15, 1 << 22), (100.0, 1), (0.15, 300)])
 def test_listed_pairs_that_cover_a_grid_take_one_product_per_tile(ragged, tolerance, block_elems, monkeypatch):
     """Every pair of texts 0-8 with texts 9-17 (shuffled, some listed twice, as socm_cross lists them) covers a
-    grid: it goes through _grid_pair_block, one matrix product per tile, tiles down to one pair at block_elems=1,
-    and agrees with the per-pair reference. A sparse list of the same texts goes pair by pair instead."""
-    from socm_lib import block_plan
+    grid: its plan is grid tiles, one matrix product each, down to one pair at block_elems=1, and the result
+    agrees with the per-pair reference. A sparse list of the same texts goes pair by pair instead."""
+    import torch
 
-    tiles = []
-    grid_block = block_plan._grid_pair_block
-    monkeypatch.setattr(block_plan, "_grid_pair_block", lambda *args: tiles.append(args[3]) or grid_block(*args))
+    from socm_lib.block_plan import GridBlock, ListedBlock
+    from socm_lib.block_runner import prepare_engine
+
+    def plan(pairs, tolerance, block_elems=1 << 22):
+        engine = prepare_engine(ragged, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
+                                bucket_tolerance=tolerance)
+        return engine.plan(pairs, block_elems)
+
     rng = np.random.default_rng(3)
     grid = np.array([(i, j) for i in range(9) for j in range(9, 18)])
     pairs = rng.permutation(np.concatenate([grid, grid[rng.choice(len(grid), 10)]]))
     res = socm_lib.socm_pairs(ragged, pairs, bucket_tolerance=tolerance, block_elems=block_elems, device="cpu")
     check_result(res, ragged, pairs)
-    assert sorted(np.concatenate(tiles)) == list(range(len(pairs))), "not every pair went through a grid tile"
+    blocks = plan(pairs, tolerance, block_elems)
+    assert all(isinstance(b, GridBlock) for b in blocks), "not every pair went through a grid tile"
+    assert sorted(np.concatenate([b.positions for b in blocks])) == list(range(len(pairs)))
     if block_elems == 1:
-        assert len(tiles) == len(grid), f"{len(tiles)} tiles for {len(grid)} distinct pairs at block_elems=1"
-    tiles.clear()
-    socm_lib.socm_pairs(ragged, grid[::7], bucket_tolerance=100.0, device="cpu")
-    assert not tiles, "a sparse list of pairs went through the grid"
+        assert len(blocks) == len(grid), f"{len(blocks)} tiles for {len(grid)} distinct pairs at block_elems=1"
+    sparse = plan(grid[::7], 100.0)
+    assert sparse and all(isinstance(b, ListedBlock) for b in sparse), "a sparse list of pairs went through the grid"
 
 
 def test_threaded_and_single_thread_runs_agree(ragged):

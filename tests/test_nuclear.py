@@ -4,6 +4,7 @@ cross matrices and on edge cases; the engine's results with and without the kern
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sysconfig
@@ -16,7 +17,7 @@ import torch
 
 import socm_lib
 from socm_lib import nuclear
-from socm_lib.factors import _factor
+from socm_lib.factors import factor
 from socm_lib.report import device_report
 
 RTOL = 1e-12
@@ -43,17 +44,24 @@ def assert_exact(values: np.ndarray, G: np.ndarray) -> float:
     return err
 
 
+@pytest.fixture
+def choose():
+    """``choose(route)``: the nuclear norms' route for the rest of the test (``socm_lib.config_context``)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda name: stack.enter_context(socm_lib.config_context(svd_kernel=name))
+
+
 @pytest.fixture(params=ROUTES)
-def route(request, monkeypatch):
+def route(request, choose):
     """Each route in turn: LAPACK forced, then every kernel variant this CPU runs."""
-    monkeypatch.setenv(nuclear.KERNEL_ENV, request.param)
+    choose(request.param)
     return request.param
 
 
 # ----------------------------------------------------------------------------- the engine's kinds of matrices
 def helmert_factors(clouds) -> list[np.ndarray]:
     """Each cloud's float64 factor A (n-1 scaled Helmert rows), as the engine forms it."""
-    return [_factor(torch.as_tensor(np.asarray(x, dtype=np.float64)), True, "x")[1].numpy() for x in clouds]
+    return [factor(torch.as_tensor(np.asarray(x, dtype=np.float64)), True, "x")[1].numpy() for x in clouds]
 
 
 def cross_batches(clouds, n_pairs: int, seed: int = 0) -> list[np.ndarray]:
@@ -179,8 +187,8 @@ def test_not_finite_input_is_refused_by_every_route(route):
 # ----------------------------------------------------------------------------- non-convergence: LAPACK for that matrix only
 @pytest.mark.skipif(not nuclear.variants(), reason="the compiled kernel is not built here (see test_kernel_is_built)")
 @pytest.mark.parametrize("variant", nuclear.variants())
-def test_unconverged_lanes_go_to_lapack_one_by_one(monkeypatch, variant):
-    monkeypatch.setenv(nuclear.KERNEL_ENV, variant)
+def test_unconverged_lanes_go_to_lapack_one_by_one(monkeypatch, choose, variant):
+    choose(variant)
     sent = []
     lapack = nuclear.lapack_nuclear_norms
 
@@ -257,13 +265,13 @@ def test_zero_and_negligible_diagonals_converge_in_the_kernel(variant, family):
         assert_exact(values, G)
 
 
-def test_variants_give_the_same_bits_on_zero_diagonals(monkeypatch):
+def test_variants_give_the_same_bits_on_zero_diagonals(choose):
     """The AVX-512, AVX2 and portable copies agree to the last bit on the zero-shift families too."""
     families = zero_diagonal_families()
     G = [families[k] for k in families if k != "sparse 0/1"] + families["sparse 0/1"][::8]
     results = []
     for variant in nuclear.variants():
-        monkeypatch.setenv(nuclear.KERNEL_ENV, variant)
+        choose(variant)
         results.append([nuclear.nuclear_norms(g) for g in G])
     for other in results[1:]:
         for a, b in zip(results[0], other):
@@ -304,7 +312,7 @@ def test_misaligned_and_byte_swapped_input(route):
 
 
 @pytest.mark.parametrize("variant", nuclear.variants())
-def test_the_kernel_refuses_what_it_cannot_hold_and_lapack_takes_it(monkeypatch, variant):
+def test_the_kernel_refuses_what_it_cannot_hold_and_lapack_takes_it(monkeypatch, choose, variant):
     """The C code: ValueError for a side above MAX_SIDE, MemoryError for a workspace it cannot allocate, sized for
     the matrices packed side by side (1 for one matrix, 4 for three: not 8). nuclear_norms sends both to LAPACK."""
     from numpy.lib.stride_tricks import as_strided
@@ -324,7 +332,7 @@ def test_the_kernel_refuses_what_it_cannot_hold_and_lapack_takes_it(monkeypatch,
         assert f"({doubles} doubles)" in str(refused.value)
 
     sent, lapack = [], nuclear.lapack_nuclear_norms
-    monkeypatch.setenv(nuclear.KERNEL_ENV, variant)
+    choose(variant)
     monkeypatch.setattr(nuclear, "lapack_nuclear_norms", lambda G: sent.append(G.shape) or lapack(G))
     G = np.random.default_rng(11).standard_normal((6, 9, 7))
     monkeypatch.setattr(_lanes, "MAX_SIDE", 8)  # as if 9 rows were too many for the C code
@@ -364,22 +372,20 @@ def test_without_the_kernel_lapack_runs_and_says_so(monkeypatch):
     np.testing.assert_array_equal(nuclear.nuclear_norms(G), nuclear.lapack_nuclear_norms(G))
 
 
-def test_route_choice_and_report(monkeypatch):
-    monkeypatch.setenv(nuclear.KERNEL_ENV, "lapack")
-    assert nuclear.kernel() is None
-    if nuclear.variants():  # forced by hand: the report says so, and which variants were passed over
-        assert nuclear.kernel_report() == ("nuclear norms: LAPACK per matrix (chosen by SOCM_SVD_KERNEL=lapack; "
-                                           f"compiled lane kernel variants here: {', '.join(nuclear.variants())})")
-    else:
-        assert "LAPACK per matrix (compiled lane kernel not built" in nuclear.kernel_report()
-    monkeypatch.setenv(nuclear.KERNEL_ENV, "sse9")
-    with pytest.raises(ValueError, match="auto, lapack, avx512, avx2 or portable"):
-        nuclear.kernel()
+def test_route_choice_and_report():
+    with socm_lib.config_context(svd_kernel="lapack"):
+        assert nuclear.kernel() is None
+        if nuclear.variants():  # forced by hand: the report says so, and which variants were passed over
+            assert nuclear.kernel_report() == ("nuclear norms: LAPACK per matrix (chosen by svd_kernel='lapack'; "
+                                               f"compiled lane kernel variants here: {', '.join(nuclear.variants())})")
+        else:
+            assert "LAPACK per matrix (compiled lane kernel not built" in nuclear.kernel_report()
+    with pytest.raises(ValueError, match="svd_kernel must be one of 'auto', 'lapack', 'avx512', 'avx2', 'portable'"):
+        with socm_lib.config_context(svd_kernel="sse9"):
+            pass
     for name in {"avx512", "avx2", "portable"} - set(nuclear.variants()):
-        monkeypatch.setenv(nuclear.KERNEL_ENV, name)
-        with pytest.raises(ValueError, match="runs only"):
+        with socm_lib.config_context(svd_kernel=name), pytest.raises(ValueError, match="runs only"):
             nuclear.kernel()
-    monkeypatch.delenv(nuclear.KERNEL_ENV)
     assert nuclear.kernel_report() in device_report()
 
 
@@ -389,13 +395,13 @@ def test_bad_shape_is_refused():
 
 
 # ----------------------------------------------------------------------------- the engine with and without the kernel
-def test_engine_same_numbers_with_and_without_kernel(monkeypatch, real_clouds):
+def test_engine_same_numbers_with_and_without_kernel(choose, real_clouds):
     rng = np.random.default_rng(5)
     clouds = list(real_clouds) + ill_conditioned_clouds(rng, 20, 384) + repeated_token_clouds(rng, 20, 384)
     listed = socm_lib.all_pairs(len(clouds))[rng.choice(len(clouds) * (len(clouds) - 1) // 2, 300, replace=False)]
     results = {}
     for choice in ("lapack", "auto"):
-        monkeypatch.setenv(nuclear.KERNEL_ENV, choice)
+        choose(choice)
         results[choice] = (socm_lib.socm_pairs(clouds, progress=False),
                            socm_lib.socm_pairs(clouds, listed, progress=False, block_elems=1 << 14))
     for with_kernel, without in zip(results["auto"], results["lapack"]):

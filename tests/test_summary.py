@@ -136,8 +136,8 @@ def test_socm_pairs_refuses_what_does_not_fit(clouds, monkeypatch):
 
 
 def test_memory_estimate_grows_with_the_pairs(clouds):
-    e = block_runner._engine(clouds, normalize=True, device="cpu", dtype=torch.float64,
-                             backend="auto", bucket_tolerance=0.05)
+    e = block_runner.prepare_engine(clouds, normalize=True, device="cpu", dtype=torch.float64,
+                                    backend="auto", bucket_tolerance=0.05).footprint()
     small, big = memory.memory_estimate(1000, e, 1 << 22), memory.memory_estimate(200_000_000, e, 1 << 22)
     assert big - small == (200_000_000 - 1000) * memory.BYTES_PER_PAIR
     assert big > 16e9  # all pairs of 20,000 texts: 16 GB

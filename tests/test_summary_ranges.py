@@ -32,8 +32,8 @@ def clipped_numpy_counts(values, edges):
 
 def test_one_wide_text_no_longer_fills_one_bin(one_wide, full):
     assert len(full) > summary_module.RANGE_SAMPLE_PAIRS  # a true sample, not every pair
-    e = socm_lib.block_runner._engine(one_wide, normalize=True, device="cpu", dtype=torch.float64, backend="auto",
-                               bucket_tolerance=0.05)
+    e = socm_lib.block_runner.prepare_engine(one_wide, normalize=True, device="cpu", dtype=torch.float64,
+                                             backend="auto", bucket_tolerance=0.05)
     bounds = summary_module._ranges(e.means, e.traces)
     # the situation of the issue: over the worst-case bounds, most pairs share one of 200 bins
     worst = np.histogram(full.d_sigma, bins=200, range=bounds["d_sigma"])[0]

@@ -49,6 +49,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..config import config_context
 from .answers import plain_answer
 
 KINDS = ("number", "array", "integer", "choice", "set")
@@ -143,31 +144,11 @@ def all_tasks(notebooks: Iterable[str]) -> list[Task]:
 
 @lru_cache(maxsize=None)
 def _expected(task_id: str):
-    """The expected answer of a task, recomputed through the library once per process (cached), progress bars off."""
-    from tqdm import tqdm
-
+    """The expected answer of a task, recomputed through the library once per process (cached), progress bars off
+    (a check prints one line, never a bar: :func:`socm_lib.config_context`)."""
     task = get_task(task_id)
-    with _no_progress(tqdm):
+    with config_context(progress=False):
         return task.expected()
-
-
-class _no_progress:
-    """Within the block every tqdm bar is disabled (a check prints one line, never a bar)."""
-
-    def __init__(self, tqdm):
-        self.tqdm, self.init = tqdm, tqdm.__init__
-
-    def __enter__(self):
-        init = self.init
-
-        def quiet(bar, *args, **kwargs):
-            kwargs["disable"] = True
-            init(bar, *args, **kwargs)
-
-        self.tqdm.__init__ = quiet
-
-    def __exit__(self, *exc):
-        self.tqdm.__init__ = self.init
 
 
 def _numbers(x) -> np.ndarray | None:
