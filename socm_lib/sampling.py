@@ -93,6 +93,7 @@ class SampledSummary:
     share_d_sigma_above_1: float
     intervals: dict[str, tuple[float, float]] = field(repr=False)
     median_ranks: tuple[int, int]  # 1-based ranks of the median interval's order statistics (0, 0: none reaches 95 %)
+    std_socm: float  # the sample's standard deviation of SOCM, S hat: pairs_needed(std_socm, h, N_pairs) plans a run
     target_halfwidth: float | None = None
     stages: tuple[int, ...] = ()  # pairs drawn after each stage (one stage without a target)
     confidence: float = CONFIDENCE
@@ -239,7 +240,7 @@ def _estimate(values: dict[str, np.ndarray], population: int, confidence: float)
     out["median_socm"] = float(np.median(ordered))
     intervals["median_socm"] = (float(ordered[r - 1]), float(ordered[m - r])) if r else (-math.inf, math.inf)
     return {**out, "intervals": {name: tuple(map(float, intervals[name])) for name in FIGURES},
-            "median_ranks": (r, m + 1 - r) if r else (0, 0)}
+            "median_ranks": (r, m + 1 - r) if r else (0, 0), "std_socm": float(np.std(values["socm"], ddof=1))}
 
 
 def sample_size(sample_pairs, target_halfwidth, population: int,
