@@ -88,8 +88,8 @@ def main(argv=None) -> int:
     record["settings"] = {"seed": SEED, "d": D, "clouds": "synthetic, 5 to 60 tokens, float32 (benchmarks/common.py)",
                           "sampled": f"socm_summary(clouds, target_halfwidth=h, seed=s), seeds 0-{REPEATS[quick] - 1}",
                           "exhaustive": f"socm_summary(clouds): median of {REPEATS[quick]} runs, one from "
-                                        f"{LONG_PAIRS:,} pairs up; predicted past {EXHAUSTIVE_TEXTS[quick][-1]:,} texts "
-                                        "from the time per pair of the largest measured"}
+                                        f"{LONG_PAIRS:,} pairs up; predicted past {EXHAUSTIVE_TEXTS[quick][-1]:,} "
+                                        "texts from the time per pair of the largest measured"}
     clouds = common.synthetic_clouds(max(SAMPLED_TEXTS[quick]), D, seed=SEED)
     socm_lib.socm_summary(clouds[:60], progress=False)  # warm-up: thread pools, first-touch memory
     socm_lib.socm_summary(clouds[:60], sample_pairs=100, seed=0, progress=False)

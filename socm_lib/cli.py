@@ -9,6 +9,7 @@ Examples::
     python -m socm_lib run --encoder all-minilm-l6                      # embedded corpus, 1,000 texts, all pairs
     python -m socm_lib run --encoder bert --texts wiki.txt --out bert.csv   # needs a network for 'bert'
     python -m socm_lib run --encoder all-minilm-l6 --pairs labelled
+    python -m socm_lib run --texts big.txt --sample 0 --target-halfwidth 0.001   # mean SOCM +/- 0.001, sampled pairs
     python -m socm_lib models                                           # the registry of short names
     python -m socm_lib gpu-check                                        # this device vs the CPU reference
 """
@@ -228,10 +229,10 @@ def main(argv=None) -> int:
     p.add_argument("--no-special-tokens", action="store_true", help="drop [CLS]/[SEP]-type tokens")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default=None, help="cpu | cuda (default: GPU if present)")
-    p.add_argument("--sample-pairs", type=int, default=None, metavar="N", help="estimate from N pairs drawn uniformly without "
-                   "replacement (seeded by --seed), with 95%% intervals for the values over all pairs")
-    p.add_argument("--target-halfwidth", type=float, default=None, metavar="H", help="estimate from as many sampled pairs as the "
-                   "mean SOCM's 95%% interval needs to be at most +/- H (with --sample-pairs: at most N pairs)")
+    p.add_argument("--sample-pairs", type=int, default=None, metavar="N", help="estimate from N pairs drawn "
+                   "uniformly without replacement (seeded by --seed), with 95%% intervals for the values over all pairs")
+    p.add_argument("--target-halfwidth", type=float, default=None, metavar="H", help="estimate from as many sampled "
+                   "pairs as the mean SOCM's 95%% interval needs to be at most +/- H (with --sample-pairs: at most N)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trust-remote-code", action="store_true", help="allow model code from its repository")
     p.add_argument("--out", default=None, help="CSV file with one row per pair")

@@ -11,7 +11,7 @@ figures of *these* texts (:func:`_estimate`):
 * **means** (:math:`d_\mu`, :math:`d_\Sigma`, SOCM): the sample mean :math:`\hat y` is unbiased for the exhaustive
   mean :math:`\bar y`, with :math:`\operatorname{Var}\hat y = (1 - m/N_{\mathrm{pairs}})\,S^2/m`, where
   :math:`S^2 = \sum_k (y_k - \bar y)^2/(N_{\mathrm{pairs}} - 1)`; the sample variance :math:`\hat S^2` (divisor
-  :math:`m - 1`) is unbiased for :math:`S^2` (Cochran 1977, Theorems 2.1, 2.2 and 2.4). The interval is
+  :math:`m - 1`) is unbiased for :math:`S^2` (Cochran 1977, Chapter 2). The interval is
   :math:`\hat y \pm t_{m-1}\,\hat S \sqrt{(1 - m/N_{\mathrm{pairs}})/m}` with :math:`t_{m-1}` the 0.975 quantile of
   Student's t with :math:`m - 1` degrees of freedom: the normal approximation of the finite-population central limit
   theorem (Hájek 1960). At :math:`m = N_{\mathrm{pairs}}` it has zero width around the exhaustive mean.
@@ -52,7 +52,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
@@ -91,7 +91,7 @@ class SampledSummary:
     mean_d_mu: float
     mean_d_sigma: float
     share_d_sigma_above_1: float
-    intervals: dict[str, tuple[float, float]] = field(repr=False)
+    intervals: dict[str, tuple[float, float]]
     median_ranks: tuple[int, int]  # 1-based ranks of the median interval's order statistics (0, 0: none reaches 95 %)
     std_socm: float  # the sample's standard deviation of SOCM, S hat: pairs_needed(std_socm, h, N_pairs) plans a run
     target_halfwidth: float | None = None
@@ -147,8 +147,8 @@ def pairs_needed(std: float, halfwidth: float, population: int, confidence: floa
 
     with ``std`` :math:`= S`, ``halfwidth`` :math:`= h`, ``population`` :math:`= N_{\mathrm{pairs}}` and :math:`z` the
     normal quantile of ``confidence`` (1.96 for 95 %). Without the finite-population factor this is the familiar
-    :math:`(zS/h)^2`; it never exceeds ``population``. Example: :math:`S = 0.1`, :math:`h = 0.001` need 38,415 pairs
-    of 100,000 texts, whatever :math:`N`.
+    :math:`(zS/h)^2`; it never exceeds ``population``. Example: :math:`S = 0.1` and :math:`h = 0.001` need 38,415
+    pairs among the :math:`5 \times 10^9` pairs of 100,000 texts, and as many among those of a million texts.
     """
     std = as_number(std, "std")
     halfwidth = as_number(halfwidth, "halfwidth")
@@ -295,14 +295,24 @@ def _sampled(evaluate, population: int, texts: int, *, sample_pairs, seed, targe
                           **_estimate(values, population, CONFIDENCE))
 
 
+def _is_default(value, default) -> bool:
+    """Whether an option holds its default: the same object, or an integer equal to an integer default (never an
+    array compared element by element)."""
+    if value is default:
+        return True
+    numbers = (int, np.integer)
+    return (isinstance(value, numbers) and not isinstance(value, bool) and isinstance(default, numbers)
+            and value == default)
+
+
 def _global_names(error: ValueError, texts: np.ndarray) -> ValueError:
     """``error`` from the engine run on the clouds ``texts`` (a subset), with each ``clouds[k]`` renamed to the
     caller's ``clouds[texts[k]]``."""
     return type(error)(re.sub(r"clouds\[(\d+)\]", lambda m: f"clouds[{texts[int(m.group(1))]}]", str(error)))
 
 
-def sampled_summary(clouds, pairs=None, *, sample_pairs=None, seed=None, target_halfwidth=None, refused=(),
-                    **engine) -> SampledSummary:
+def sampled_summary(clouds, pairs=None, *, sample_pairs=None, seed=None, target_halfwidth=None,
+                    exhaustive_only=None, **engine) -> SampledSummary:
     r"""``socm_summary(clouds, pairs, sample_pairs=m, seed=s, target_halfwidth=h)``: the figures of the exhaustive
     summary estimated from a sample of the pairs, each with a 95 % interval for its exhaustive value over these texts.
 
@@ -319,9 +329,10 @@ def sampled_summary(clouds, pairs=None, *, sample_pairs=None, seed=None, target_
         system and records it in the result (``result.seed``), so a run can always be repeated.
     target_halfwidth
         :math:`h`: draw in stages until the mean SOCM's 95 % interval is at most :math:`\pm h` (module docstring).
-    refused
-        Names of options of :func:`socm_lib.socm_summary` given that apply only to every pair (histograms, the median's
-        bins, extreme pairs, ``on_pairs``): refused.
+    exhaustive_only
+        ``{name: (value, default)}`` of the options of :func:`socm_lib.socm_summary` that apply to every pair only
+        (histograms, the median's bins, extreme pairs, ``on_pairs``): one given a value other than its default is
+        refused.
     engine
         ``normalize``, ``device``, ``dtype``, ``backend``, ``bucket_tolerance``, ``block_elems``, ``progress``, as for
         :func:`socm_lib.socm_pairs`, which computes the drawn pairs (on the clouds they touch only).
@@ -339,6 +350,7 @@ def sampled_summary(clouds, pairs=None, *, sample_pairs=None, seed=None, target_
     Pairs that share a text need no correction for this question; for a wider population of texts they would (module
     docstring, and Chapter 6).
     """
+    refused = [name for name, (value, default) in (exhaustive_only or {}).items() if not _is_default(value, default)]
     if refused:
         raise ValueError(f"{', '.join(refused)}: these options of socm_summary apply to every pair, not to a sampled "
                          "estimate (sample_pairs, seed or target_halfwidth); drop them, or drop the sampling options.")

@@ -340,13 +340,13 @@ def socm_summary(
     interval for its exhaustive value (:func:`socm_lib.sampling.sampled_summary`; Chapter 6).
     """
     if sample_pairs is not None or seed is not None or target_halfwidth is not None:  # a sampled estimate
-        exhaustive_only = {"bins": bins != DEFAULT_BINS, "top_k": top_k != 10, "on_pairs": on_pairs is not None,
-                           "exact_median_limit": exact_median_limit != EXACT_MEDIAN_LIMIT,
-                           "chunk_pairs": chunk_pairs != CHUNK_PAIRS, "range": range is not None}
+        exhaustive_only = {"bins": (bins, DEFAULT_BINS), "top_k": (top_k, 10), "on_pairs": (on_pairs, None),
+                           "exact_median_limit": (exact_median_limit, EXACT_MEDIAN_LIMIT),
+                           "chunk_pairs": (chunk_pairs, CHUNK_PAIRS), "range": (range, None)}
         return sampled_summary(clouds, pairs, sample_pairs=sample_pairs, seed=seed, target_halfwidth=target_halfwidth,
-                               refused=[name for name, given in exhaustive_only.items() if given], normalize=normalize,
-                               device=device, dtype=dtype, backend=backend, bucket_tolerance=bucket_tolerance,
-                               block_elems=block_elems, progress=progress)
+                               exhaustive_only=exhaustive_only, normalize=normalize, device=device, dtype=dtype,
+                               backend=backend, bucket_tolerance=bucket_tolerance, block_elems=block_elems,
+                               progress=progress)
     bins = as_int(bins, "bins", minimum=1, maximum=MAX_BINS,
                   advice=f"A histogram of more bins than the median's own ({MEDIAN_BINS:,}) resolves nothing more.")
     top_k = as_int(top_k, "top_k", minimum=0)

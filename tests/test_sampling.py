@@ -188,10 +188,17 @@ def test_the_result_says_it_is_an_estimate_and_prints_it():
     ({"target_halfwidth": "0.01"}, TypeError, "target_halfwidth must be a number"),
     ({"sample_pairs": 10, "bins": 50}, ValueError, "bins: these options of socm_summary apply to every pair"),
     ({"sample_pairs": 10, "top_k": 3, "on_pairs": print}, ValueError, "top_k, on_pairs: these options"),
+    ({"sample_pairs": 10, "bins": np.array([200])}, ValueError, "bins: these options"),
+    ({"sample_pairs": 10, "range": {"socm": (0, 1)}}, ValueError, "range: these options"),
 ])
 def test_bad_sampling_options_are_refused(options, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         socm_lib.socm_summary(clouds_of(20), **options)
+
+
+def test_options_at_their_defaults_are_not_refused():
+    result = socm_lib.socm_summary(clouds_of(20), sample_pairs=10, seed=0, bins=200, top_k=np.int64(10), range=None)
+    assert result.pairs == 10
 
 
 def test_a_single_pair_is_not_sampled():
