@@ -11,7 +11,8 @@ this script measures, for each number of texts N:
 * **exhaustive**: the wall time of every pair (median of several runs where a run is short) for N up to
   :data:`EXHAUSTIVE_TEXTS`, and its exact mean SOCM; past that the time is *predicted* as the measured time per pair
   at the largest N measured times the number of pairs (marked ``predicted``);
-* **sampled**: for each target half-width h, the wall time, the pairs drawn and the half-width reached, for
+* **sampled**: for each target half-width h (below 0.001 only up to :data:`FINE_TEXTS` texts), the wall time, the
+  pairs drawn and the half-width reached, for
   :data:`REPEATS` seeds (their median, minimum and maximum are the spread), and, where the exhaustive mean is known,
   whether each interval covered it.
 
@@ -37,8 +38,10 @@ SEED, D = 0, 384
 SAMPLED_TEXTS = {False: (1000, 2000, 5000, 10_000, 20_000, 100_000), True: (60, 120, 400)}
 #: Texts whose every pair is computed (the rest are predicted from the largest).
 EXHAUSTIVE_TEXTS = {False: (1000, 2000, 5000), True: (60, 120)}
-#: Target half-widths of the mean SOCM.
+#: Target half-widths of the mean SOCM ...
 TARGETS = {False: (0.003, 0.001, 0.0003), True: (0.01, 0.002)}
+#: ... those below 0.001 only up to this many texts (about 10^5 pairs each, whose texts all need preparing: minutes).
+FINE_TEXTS = 20_000
 #: Seeds per sampled point (the spread), runs per exhaustive point below LONG_PAIRS pairs (one above).
 REPEATS = {False: 3, True: 2}
 LONG_PAIRS = 5_000_000
@@ -106,7 +109,7 @@ def main(argv=None) -> int:
                     "median_s": largest["per_pair_us"] * 1e-6 * pairs, "per_pair_us": largest["per_pair_us"]}
         exact = full.get("mean_socm")
         targets = []
-        for h in TARGETS[quick]:
+        for h in (h for h in TARGETS[quick] if h >= 0.001 or n_texts <= FINE_TEXTS):
             print(f"  N = {n_texts:,}: sampled to +/- {h} ...", flush=True)
             targets.append(sampled(clouds[:n_texts], h, quick, exact))
             targets[-1]["speedup"] = full["median_s"] / targets[-1]["median_s"]
