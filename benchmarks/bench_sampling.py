@@ -16,8 +16,8 @@ this script measures, for each number of texts N:
   :data:`REPEATS` seeds (their median, minimum and maximum are the spread), and, where the exhaustive mean is known,
   whether each interval covered it.
 
-The time of a sampled estimate grows with the pairs drawn and with the texts they touch (each is prepared once per
-stage), not with N(N-1)/2: N = 100,000 texts are 5e9 pairs. Writes ``benchmarks/results/sampling.json`` (with
+The time of a sampled estimate grows with the pairs drawn and with the texts they touch (each stage prepares their
+factors), not with N(N-1)/2: N = 100,000 texts are 5e9 pairs. Writes ``benchmarks/results/sampling.json`` (with
 ``--quick``, a temporary folder).
 """
 
