@@ -35,8 +35,8 @@ module):
 LAYERS = {
     "checks": 0, "memo": 0, "paper": 0,
     "__init__": 1, "stats": 1, "bures": 1, "nuclear": 1, "jacobi": 1, "results": 1, "factors": 1, "block_math": 1,
-    "block_plan": 1, "block_runner": 1, "memory": 1, "pairs": 1, "sampling": 1, "summary": 1, "reference": 1, "authors_route": 1,
-    "report": 1,
+    "block_plan": 1, "block_runner": 1, "memory": 1, "pairs": 1, "sampling": 1, "summary": 1, "reference": 1,
+    "authors_route": 1, "report": 1,
     "q4": 2, "e5_4bit": 2, "encoders": 2, "extract": 2, "data": 2,
     "protocol": 3, "layers": 3, "downstream": 3, "control": 3, "explorer": 3,
     "cli": 4, "gpu_check": 4, "__main__": 4, "course": 4,
