@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import socm_lib
 from socm_lib import sampling
@@ -95,7 +96,7 @@ def test_fixed_m_intervals_cover_at_their_level(corpus, fraction):
     # the median's interval has an exact level (hypergeometric ranks), >= 95 % by discreteness; the measured rate
     # agrees with it within four standard errors
     r = sampling._median_rank(m, population, sampling.CONFIDENCE)
-    exact = 1 - 2 * sampling.stats.hypergeom.cdf(r - 1, population, (population + 1) // 2, m)
+    exact = 1 - 2 * stats.hypergeom.cdf(r - 1, population, (population + 1) // 2, m)
     assert exact >= sampling.CONFIDENCE
     assert abs(rates["median_socm"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / SEEDS), (rates, exact)
 
