@@ -4,7 +4,8 @@
     python benchmarks/run_all.py --quick    # smoke run with small sizes (targets not evaluated; results go to
                                             # a temporary folder, never over benchmarks/results)
 
-Runs bench_metric.py, bench_extraction.py, bench_scaling.py, bench_kernel.py and bench_distributed.py one after the
+Runs bench_metric.py, bench_extraction.py, bench_scaling.py, bench_kernel.py, bench_distributed.py and
+bench_sampling.py one after the
 other, each in its own process, then prints every target with its measured figure and whether it is met.
 The benchmarks use every core; run them on an otherwise idle machine (the 1-minute load
 average at the start of each script is recorded in its JSON file).
@@ -21,7 +22,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("bench_metric.py", "bench_extraction.py", "bench_scaling.py", "bench_kernel.py", "bench_distributed.py")
+SCRIPTS = ("bench_metric.py", "bench_extraction.py", "bench_scaling.py", "bench_kernel.py", "bench_distributed.py",
+           "bench_sampling.py")
 
 
 def main(argv=None) -> int:

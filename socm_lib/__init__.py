@@ -18,7 +18,8 @@ module):
    :mod:`~socm_lib.tally` (a summary's running figures, merged in any order), :mod:`~socm_lib.distributed` (the
    blocks on a Dask cluster) and :mod:`~socm_lib.pairs` (its public front: :func:`~socm_lib.socm`,
    :func:`~socm_lib.socm_pairs`, :func:`~socm_lib.socm_cross`),
-   :mod:`~socm_lib.summary` (streamed summaries of millions of pairs), :mod:`~socm_lib.reference` (the slow,
+   :mod:`~socm_lib.summary` (streamed summaries of millions of pairs), :mod:`~socm_lib.sampling` (their figures
+   estimated from a sample of the pairs, with intervals), :mod:`~socm_lib.reference` (the slow,
    obviously correct low-rank reference the tests and benchmarks use), :mod:`~socm_lib.authors_route` (the
    paper's released d x d route, regulariser included), :mod:`~socm_lib.report` (plain-text reports of the
    machine and the engine's route), and this package's front (it loads only this layer;
@@ -37,7 +38,7 @@ module):
 LAYERS = {
     "config": 0, "checks": 0, "memo": 0, "paper": 0,
     "__init__": 1, "stats": 1, "bures": 1, "nuclear": 1, "jacobi": 1, "results": 1, "factors": 1, "block_math": 1,
-    "block_plan": 1, "block_runner": 1, "memory": 1, "tally": 1, "distributed": 1, "pairs": 1, "summary": 1,
+    "block_plan": 1, "block_runner": 1, "memory": 1, "tally": 1, "distributed": 1, "pairs": 1, "sampling": 1, "summary": 1,
     "reference": 1, "authors_route": 1, "report": 1,
     "q4": 2, "e5_4bit": 2, "encoders": 2, "extract": 2, "data": 2,
     "protocol": 3, "layers": 3, "downstream": 3, "control": 3, "explorer": 3,
@@ -52,6 +53,7 @@ from .memory import InsufficientMemoryError
 from .pairs import socm, socm_cross, socm_pairs
 from .results import PairResult, PairSummary, SOCMResult
 from .summary import socm_summary
+from .sampling import SampledSummary, pairs_needed
 from .authors_route import paper_route
 from .stats import (
     avg_intra_cosine,

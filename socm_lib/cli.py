@@ -9,6 +9,7 @@ Examples::
     python -m socm_lib run --encoder all-minilm-l6                      # embedded corpus, 1,000 texts, all pairs
     python -m socm_lib run --encoder bert --texts wiki.txt --out bert.csv   # needs a network for 'bert'
     python -m socm_lib run --encoder all-minilm-l6 --pairs labelled
+    python -m socm_lib run --texts big.txt --sample 0 --target-halfwidth 0.001   # mean SOCM +/- 0.001, sampled pairs
     python -m socm_lib models                                           # the registry of short names
     python -m socm_lib gpu-check                                        # this device vs the CPU reference
 """
@@ -38,7 +39,8 @@ from .extract import layer_indices, token_embeddings
 from .gpu_check import main as gpu_check_main
 from .memory import BYTES_PER_PAIR, require_memory
 from .block_plan import condensed_pairs, cross_pairs
-from .report import summary_lines
+from .report import fmt, summary_lines
+from .sampling import sample_size
 from .stats import concentration_ratio
 from .summary import socm_summary
 
@@ -155,6 +157,7 @@ def run(args) -> int:
     """
     texts, pairs, extra = _inputs(args)
     _check_model_options(args)
+    sampling = _sampling(args, len(texts) * (len(texts) - 1) // 2 if pairs is None else len(pairs))
     with contextlib.ExitStack() as stack:
         handle = None
         if args.out is not None:  # "" is refused there, not taken for "no --out"
@@ -170,16 +173,34 @@ def run(args) -> int:
                                   batch_size=args.batch_size, progress=True)
         concentration = np.array([concentration_ratio(c) for c in clouds])
         write = None if handle is None else partial(_write_chunk, handle, texts, extra)
-        result = socm_summary(clouds, pairs, device=args.device, progress=True, on_pairs=write)
+        result = socm_summary(clouds, pairs, device=args.device, progress=True,
+                              **({**sampling, "seed": args.seed} if sampling else {"on_pairs": write}))
+    print(f"encoder: {encoder.name} ({encoder.kind}); texts: {len(texts)}; layer: {args.layer}")
+    if sampling:  # the estimate with its intervals
+        print(f"{result}\nmean_concentration: {fmt(float(np.mean(concentration)))}")
+        return 0
     summary = result.summary()
     summary["mean_concentration"] = float(np.mean(concentration))
     if result.median_socm_error > 0:  # more pairs than the exact median keeps: say how close the median is
         summary["median_socm_error"] = result.median_socm_error
-    print(f"encoder: {encoder.name} ({encoder.kind}); texts: {len(texts)}; layer: {args.layer}")
     print("\n".join(summary_lines(summary)))
     if args.out is not None:
         print(f"wrote {result.pairs} rows to {args.out}")
     return 0
+
+
+def _sampling(args, population: int) -> dict:
+    """``socm_summary``'s sampling options from ``--sample-pairs`` and ``--target-halfwidth`` (``{}``: every pair),
+    checked against the ``population`` of pairs before the model loads."""
+    if args.sample_pairs is None and args.target_halfwidth is None:
+        return {}
+    if args.out is not None:
+        raise ValueError("--out writes every pair measured, but --sample-pairs and --target-halfwidth measure a "
+                         "sample; drop --out (the estimate and its intervals are printed), or the sampling options.")
+    as_int(args.seed, "--seed", minimum=0)
+    sample_pairs, target_halfwidth = sample_size(args.sample_pairs, args.target_halfwidth, population,
+                                                 names=("--sample-pairs", "--target-halfwidth"))
+    return {"sample_pairs": sample_pairs, "target_halfwidth": target_halfwidth}
 
 
 def _write_chunk(handle, texts: list[str], extra: dict, start: int, chunk) -> None:
@@ -216,6 +237,10 @@ def main(argv=None) -> int:
     p.add_argument("--no-special-tokens", action="store_true", help="drop [CLS]/[SEP]-type tokens")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default=None, help="cpu | cuda (default: GPU if present)")
+    p.add_argument("--sample-pairs", type=int, default=None, metavar="N", help="estimate from N pairs drawn "
+                   "uniformly without replacement (seeded by --seed), with 95%% intervals for the values over all pairs")
+    p.add_argument("--target-halfwidth", type=float, default=None, metavar="H", help="estimate from as many sampled "
+                   "pairs as the mean SOCM's 95%% interval needs to be at most +/- H (with --sample-pairs: at most N)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trust-remote-code", action="store_true", help="allow model code from its repository")
     p.add_argument("--out", default=None, help="CSV file with one row per pair")

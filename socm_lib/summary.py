@@ -43,6 +43,7 @@ from .checks import as_int, as_pair_set, as_progress, show_progress
 from .distributed import require_client, run_on_cluster
 from .memory import as_block_elems
 from .results import PairResult, PairSummary
+from .sampling import SampledSummary, sampled_summary
 from .tally import FIELDS, TallySpec
 
 #: Bins of the histograms returned by :func:`socm_summary` (one per quantity).
@@ -180,8 +181,11 @@ def socm_summary(
     on_pairs=None,
     chunk_pairs: int = CHUNK_PAIRS,
     range: dict | None = None,
+    sample_pairs: int | None = None,
+    seed: int | None = None,
+    target_halfwidth: float | None = None,
     client=None,
-) -> PairSummary:
+) -> PairSummary | SampledSummary:
     r"""The figures of ``socm_pairs(clouds, pairs).summary()``, histograms and extreme pairs, in bounded memory.
 
     Parameters
@@ -219,7 +223,21 @@ def socm_summary(
         share_d_sigma_above_1``, ``histograms`` and ``most_collapsed`` / ``least_collapsed``
         (:class:`~socm_lib.PairResult`, SOCM descending / ascending). ``.summary()`` gives the dict of
         :meth:`socm_lib.PairResult.summary`.
+
+    With ``sample_pairs``, ``seed`` or ``target_halfwidth``, not every pair is computed: ``sample_pairs`` pairs drawn
+    uniformly without replacement (seeded by ``seed``), or as many as the mean SOCM's 95 % interval needs to reach
+    :math:`\pm` ``target_halfwidth``, give a :class:`~socm_lib.SampledSummary` of the same figures, each with a 95 %
+    interval for its exhaustive value (:func:`socm_lib.sampling.sampled_summary`; Chapter 6).
     """
+    if sample_pairs is not None or seed is not None or target_halfwidth is not None:  # a sampled estimate
+        exhaustive_only = {"bins": (bins, DEFAULT_BINS), "top_k": (top_k, 10), "on_pairs": (on_pairs, None),
+                           "exact_median_limit": (exact_median_limit, EXACT_MEDIAN_LIMIT),
+                           "chunk_pairs": (chunk_pairs, CHUNK_PAIRS), "range": (range, None),
+                           "client": (client, None)}
+        return sampled_summary(clouds, pairs, sample_pairs=sample_pairs, seed=seed, target_halfwidth=target_halfwidth,
+                               exhaustive_only=exhaustive_only, normalize=normalize, device=device, dtype=dtype,
+                               backend=backend, bucket_tolerance=bucket_tolerance, block_elems=block_elems,
+                               progress=progress)
     bins = as_int(bins, "bins", minimum=1, maximum=MAX_BINS,
                   advice=f"A histogram of more bins than the median's own ({MEDIAN_BINS:,}) resolves nothing more.")
     top_k = as_int(top_k, "top_k", minimum=0)

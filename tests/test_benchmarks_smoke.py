@@ -30,7 +30,8 @@ def quick_results(tmp_path_factory):
                          capture_output=True, text=True, timeout=HANG)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     folder = tmp / "socm-book-bench-quick"
-    return {name: json.loads((folder / f"{name}.json").read_text()) for name in benchmarking.RESULT_NAMES}, run.stdout
+    names = (*benchmarking.RESULT_NAMES, "sampling")
+    return {name: json.loads((folder / f"{name}.json").read_text()) for name in names}, run.stdout
 
 
 def test_every_script_writes_a_quick_record(quick_results):
@@ -64,6 +65,18 @@ def test_quick_tables_and_plot_render(quick_results):
     assert benchmarking.plot_scaling(results["scaling"]).axes
 
 
+def test_quick_sampling_run_reaches_its_targets(quick_results):
+    """Every sampled estimate stops at its target half-width (or with every pair drawn), from at least the pilot."""
+    sampling = quick_results[0]["sampling"]
+    for point in sampling["points"]:
+        for target in point["sampled"]:
+            for run in target["runs"]:
+                assert run["halfwidth"] <= target["target_halfwidth"] or run["pairs"] == point["pairs"], run
+                assert run["pairs"] >= min(1000, point["pairs"]) and run["stages"][-1] == run["pairs"]
+    assert any(len(run["stages"]) > 1 for p in sampling["points"] for t in p["sampled"] for run in t["runs"])
+    assert sampling["coverage"]["intervals"] > 0
+
+
 def test_quick_work_is_bounded(quick_results):
     """Small sizes, so that the smoke run takes about the same work on any machine, busy or not."""
     results = quick_results[0]
@@ -74,3 +87,4 @@ def test_quick_work_is_bounded(quick_results):
     for sweep in ("texts", "dim"):
         assert len(results["scaling"][sweep]["points"]) == 2
         assert all(p["n_texts"] <= 80 for p in results["scaling"][sweep]["points"])
+    assert all(p["n_texts"] <= 400 for p in results["sampling"]["points"])
