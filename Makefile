@@ -125,7 +125,7 @@ test-floors: $(FLOORS)/.installed
 	$(FLOORS)/bin/python -m pytest -q $(FLOOR_TESTS)
 
 # graded assignments, from the student edition: grade submissions with
-#   $(PY) scripts/grade.py --key _build/assignments/<lab>/autograder/<lab>-autograder.zip --out <dir> --jobs <cores> <notebooks>
+#   $(PY) scripts/grade.py --key _build/assignments/<lab>/autograder/<lab>-autograder.zip --out <dir> --jobs <cores> -- <notebooks>   (--out outside the submissions)
 assignments: venv
 	@test -f _build/html/objects.inv || { echo "build the book first: make build-book" >&2; exit 1; }
 	$(PY) scripts/assignments.py --out _build/assignments
