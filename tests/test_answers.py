@@ -102,3 +102,15 @@ def test_what_cannot_be_read_says_why():
              (Exits([1]), "SystemExit raised while reading it"), (object(), "an object of type object")]
     for answer, why in cases:
         assert why in plain_answer(answer)["unreadable"], (type(answer), plain_answer(answer))
+
+
+def test_a_text_answer_is_judged_as_a_reader_sees_it():
+    """NFC and NFD spellings, a no-break space and a run of spaces are one answer to a reader, so to the grader."""
+    from socm_lib.course import judge_entry
+    entry = {"kind": "choice", "expected": "café crème", "rtol": 0.0, "atol": 0.0, "close_rtol": 0.0,
+             "options": ["café crème", "thé"], "hint": ""}
+    decomposed = "cafe\u0301\u00a0  cre\u0300me"
+    assert judge_entry("x.1", entry, decomposed).status == "right"
+    assert judge_entry("x.1", entry, "THE\u0301").status == "wrong"
+    sets = {**entry, "kind": "set", "expected": ["café", "thé"], "options": []}
+    assert judge_entry("x.2", sets, ["the\u0301", " cafe\u0301"]).status == "right"

@@ -35,7 +35,7 @@ Kinds of answer (``Task.kind``):
   :math:`|a - e| \le \text{atol} + 0.01\,|e|`;
 * ``"array"`` -- numbers of the expected shape, each within the same tolerance;
 * ``"integer"`` -- an integer, right when equal;
-* ``"choice"`` -- one of ``Task.options`` (a string, compared without case and surrounding spaces);
+* ``"choice"`` -- one of ``Task.options`` (a string, compared as a reader sees it: without case, Unicode NFC, spaces collapsed);
 * ``"set"`` -- a collection of integers or strings, right when it holds exactly the expected elements.
 """
 
@@ -49,6 +49,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..checks import text_form
 from ..config import config_context
 from .answers import plain_answer
 
@@ -193,10 +194,10 @@ def _form(task: Task, answer):
             return None, "The array holds NaN or inf."
         return a, ""
     if kind == "choice":
-        options = {o.strip().lower() for o in task.options}
-        if not isinstance(answer, str) or answer.strip().lower() not in options:
+        options = {_spelling(o) for o in task.options}
+        if not isinstance(answer, str) or _spelling(answer) not in options:
             return None, _wanted(task)
-        return answer.strip().lower(), ""
+        return _spelling(answer), ""
     # kind == "set"
     if not isinstance(answer, list):
         return None, _wanted(task)
@@ -234,13 +235,19 @@ def _judge(task: Task, a, expected) -> tuple[str, str]:
     if kind == "integer":
         return ("right", "") if a == int(expected) else ("wrong", task.hint)
     if kind == "choice":
-        return ("right", "") if a == str(expected).strip().lower() else ("wrong", task.hint)
+        return ("right", "") if a == _spelling(str(expected)) else ("wrong", task.hint)
     return ("right", "") if a == {_item(x) for x in expected} else ("wrong", task.hint)
 
 
+def _spelling(text: str) -> str:
+    """A text answer as it is compared: as a reader sees it (:func:`socm_lib.checks.text_form`: NFC, one space for
+    any run of whitespace, a no-break space included) and without case."""
+    return text_form(text).lower()
+
+
 def _item(x):
-    """An element of a set answer, normalised: strings without case and spaces, numbers as ints."""
-    return x.strip().lower() if isinstance(x, str) else int(_as_float(x))
+    """An element of a set answer, normalised: strings by :func:`_spelling`, numbers as ints."""
+    return _spelling(x) if isinstance(x, str) else int(_as_float(x))
 
 
 def _verdict(task: Task, answer, expected: Callable[[], object]) -> Verdict:
