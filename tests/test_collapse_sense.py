@@ -147,6 +147,7 @@ def concentration_misuses(text: str) -> list[str]:
     """"concentration" without "ratio" (outside "token concentration"), and "concentrated" tied to the threshold 2."""
     found = []
     for paragraph in paragraphs(without_code_and_math(text)):
+        paragraph = re.sub(r'"[^"]{0,40}"|“[^”]{0,40}”', " ", paragraph)  # a word in quotes is mentioned, not used
         for m in BARE_CONCENTRATION.finditer(paragraph):
             found.append(f"'concentration' without 'ratio': ...{paragraph[max(0, m.start() - 50):m.end() + 30]}...")
     for paragraph in paragraphs(re.sub(r"\{[a-z:-]+\}`[^`]*`", " ", prose(text))):
@@ -175,6 +176,7 @@ def test_the_concentration_rules_catch_the_fifth_editions_uses(text):
     "A small concentration ratio is enough to explain the low SOCM; contrastive training concentrates tokens.",
     "{cite:t}`hara2026socm` explain this by token concentration. See [Chapter 8](../book/ch08_concentration.md).",
     "`socm_lib.concentration_ratio` and the `concentration` column; the concentration-ratio bound.",
+    'The fifth edition read "concentration" in two senses.',
     "E5's tokens are concentrated (mean concentration ratio 0.23, far below 1).",
     "Both clouds are concentrated: here $\\dSigma \\le (c_1 + c_2)/4 = 33/320$.",
     "A pair with $c_1 + c_2 > 4$ is not covered by the guarantee, whatever its tokens do.",

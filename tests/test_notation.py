@@ -372,6 +372,7 @@ def page_prose(path: Path) -> str:
 
 def misnamed(text: str, names: dict[str, str]) -> list[str]:
     """Places where ``text`` calls $\\dSigma$ or $\\dmu$ by a retired name, or writes a wrong name next to it."""
+    text = re.sub(r'"[^"]{0,40}"|“[^”]{0,40}”', " ", text)  # a name in quotes is mentioned, not used
     found = [f"'{m.group(0)}'" for m in re.finditer("|".join(RETIRED_NAMES), text, re.I)]
     for key in ("dSigma", "dmu"):
         adjective = names[key].split()[-2]  # "covariance" of "covariance distance"
@@ -405,7 +406,8 @@ def test_the_naming_rule_catches_another_name_for_d_sigma(text):
 
 def test_the_naming_rule_accepts_the_name():
     text = ("the covariance distance $\\dSigma$ and the mean distance $\\dmu$; the Bures–Wasserstein covariance "
-            "distance $\\dSigma$; $\\dSigma$, the covariance distance, and the distance of the covariances")
+            "distance $\\dSigma$; $\\dSigma$, the covariance distance, and the distance of the covariances; it had been "
+            "a \"shape distance\"")
     assert misnamed(text, {"dSigma": "covariance distance", "dmu": "mean distance"}) == []
 
 
