@@ -312,21 +312,18 @@ def book():
     return prose_pages(), notebook_values()
 
 
-def test_every_statistic_the_prose_quotes_carries_its_sample(book):
-    found = unrecorded_statistics(*book)
-    assert not found, f"glue these with socm_lib.viz.glued.glue_stat: {found}"
+RULES = {
+    "statistics carry their sample": (unrecorded_statistics, "glue these with socm_lib.viz.glued.glue_stat"),
+    "samples are named": (unnamed_samples, "name the sample's size where the figure appears"),
+    "one figure per quantity and sample": (disagreements, "two figures for one quantity on one sample disagree past "
+                                                          "their printed digits"),
+    "times come with their spread": (bare_timings, "quote each time as the median with its fastest and slowest run, "
+                                                   "or say that it is one run"),
+}
 
 
-def test_every_statistic_is_quoted_with_its_sample_size(book):
-    found = unnamed_samples(*book)
-    assert not found, f"name the sample's size where the figure appears: {found}"
-
-
-def test_one_quantity_on_one_sample_has_one_figure(book):
-    found = disagreements(*book)
-    assert not found, f"two figures for one quantity on one sample disagree past their printed digits: {found}"
-
-
-def test_every_time_is_quoted_with_its_spread(book):
-    found = bare_timings(*book)
-    assert not found, f"quote each time as the median with its fastest and slowest run, or say it is one run: {found}"
+@pytest.mark.parametrize("rule", RULES)
+def test_the_book_keeps_the_rule(book, rule):
+    check, advice = RULES[rule]
+    found = check(*book)
+    assert not found, f"{advice}: {found}"
