@@ -31,8 +31,8 @@ from socm_lib.viz import glued
 
 ROLE = re.compile(r"\{glue(?::text)?\}`(?:\.\./notebooks/([^:`]+)::)?([^:`]+)(?::([^`]*))?`")
 #: A statistic's word right before its glue role (no other role or sentence end in between).
-STAT_WORD = re.compile(r"\b(?:(?:mean|average|median)s?(?![- ](?:pooled|pooling|squared|distance|line))|averaged"
-                       r"|share)\b[^{}.;:]{0,60}$", re.I)
+STAT_WORD = re.compile(r"\b(?:(?:mean|average|averages|median)(?![- ](?:pooled|pooling|squared|distance|line))"
+                       r"|averaged|share)\b[^{}.;:]{0,60}$", re.I)
 #: Names of glued values that are statistics of a sample whatever the prose around them says.
 STAT_NAME = re.compile(r"(?:^|_)(?:mean|median|share|avg)(?:_|$)")
 #: Names of glued times.
@@ -105,7 +105,9 @@ def roles(text: str, default: str | None):
 # -- rule 1: statistics carry their sample ----------------------------------------------------------------------------
 
 def exempt(name: str) -> bool:
-    return any(word in name for word in NOT_SAMPLES) or name.endswith(("_min", "_max", "_runs"))
+    """Values the rules leave alone: those of ``NOT_SAMPLES``, extremes (``max``, ``min``) and a time's companions."""
+    return (any(word in name for word in NOT_SAMPLES) or bool(re.search(r"(?:^|_)(?:max|min)(?:_|$)", name))
+            or name.endswith("_runs"))
 
 
 def quoted_as_statistic(text: str, m) -> bool:
