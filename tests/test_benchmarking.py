@@ -237,3 +237,4 @@ def test_scaling_table_adds_the_summary_row_when_recorded(scaling):
     assert len(table) == 7 and last["sweep"] == "summary"
     assert (last["texts"], last["pairs"]) == ("1,000", "499,500")
     assert last["peak MiB"] == benchmarking.mib(12.0)
+    assert list(table["min-max s"].iloc[:3]) == [benchmarking.run_range(p["runs_s"]) for p in scaling["texts"]["points"]]
