@@ -45,6 +45,7 @@ NOT_SAMPLES = {
     "printed": "a value the paper prints",
     "top_share": "the share of one matrix's nuclear norm in its largest singular value",
     "beta_drawn": "the common share of the one drawn model's embedding tables",
+    "rho": "a rank correlation, not a mean or a share",
     "allowed_us": "a budget derived from a target, not a measurement",
     "threshold": "a target's threshold",
 }
@@ -122,8 +123,8 @@ def unrecorded_statistics(pages, values) -> list[str]:
         for notebook, name, _, m in roles(text, default):
             if notebook not in values or name not in values[notebook] or exempt(name) or TIME_NAME.search(name):
                 continue
-            if re.fullmatch(r"-?\d+", str(values[notebook][name])):
-                continue  # a count, such as the sample size right after "the mean over"
+            if re.fullmatch(r"-?\d+|'.*'|\".*\"", str(values[notebook][name])):
+                continue  # a count (such as the sample size right after "the mean over") or a word
             if (STAT_NAME.search(name) or quoted_as_statistic(text, m)) and sample_of(values[notebook], name) is None:
                 found.append(f"{page}: {name} (glue it with glue_stat)")
     return sorted(set(found))
