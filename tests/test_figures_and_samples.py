@@ -140,6 +140,7 @@ def unit_after(text: str, unit: str) -> bool:
 
 def names_size(block: str, default: str | None, values, n: int, unit: str) -> bool:
     """Whether ``block`` names ``n`` followed by ``unit``, as a glued value or as a written number."""
+    block = " ".join(block.split())
     plain = ROLE.sub(lambda m: " N ", block)
     for notebook, name, _, m in roles(block, default):
         if number(values.get(notebook, {}).get(name)) == n and unit_after(ROLE.sub(" N ", block[m.end():m.end() + 160]), unit):
