@@ -46,6 +46,7 @@ NOT_SAMPLES = {
     "top_share": "the share of one matrix's nuclear norm in its largest singular value",
     "beta_drawn": "the common share of the one drawn model's embedding tables",
     "rho": "a rank correlation, not a mean or a share",
+    "nb10_shift_": "the leading term evaluated at the median text length: a formula's value, not a mean",
     "allowed_us": "a budget derived from a target, not a measurement",
     "threshold": "a target's threshold",
 }
