@@ -63,8 +63,10 @@ PAPER_BATCH = {384: 16, 768: 8}
 #: Fresh processes that time the paper's route (the targets' denominator); full and quick runs. Its speed
 #: differs from process to process (on the development machine, by up to a quarter), so it is timed in several.
 PAPER_PROCESSES = {False: 5, True: 1}
-#: All-pairs runs per dataset (full run): three for the target's synthetic set, fewer for the others (time budget).
-ALLPAIRS_REPEATS = {False: {"synthetic d=384": 3, "synthetic d=768": 3, "corpus all-minilm-l6": 2}, True: None}
+#: All-pairs runs per dataset (full run): three each, so that every all-pairs time has a median and a spread.
+ALLPAIRS_REPEATS = {False: {"synthetic d=384": 3, "synthetic d=768": 3, "corpus all-minilm-l6": 3}, True: None}
+#: Timings of the LAPACK floor's sample (each a loop over every sampled matrix): the floor is their median.
+FLOOR_REPEATS = 3
 SUB_REPEATS = 3
 #: Pairs checked against the reference: every pair (None) or a fixed random sample of this many.
 REFERENCE_CHECK = {False: {"synthetic d=384": None, "synthetic d=768": None, "corpus all-minilm-l6": 100_000},
@@ -222,15 +224,16 @@ def route_worker(route: str, source: str, d: int, n_texts: int, pairs: list, cac
 
 
 # ----------------------------------------------------------------------------- all pairs, isolated
-def svd_floor(clouds, n_cores: int, sample: int = 20_000) -> dict:
+def svd_floor(clouds, n_cores: int, sample: int = 20_000, repeats: int = FLOOR_REPEATS) -> dict:
     """Estimate the least time one LAPACK call per pair needs for every pair: no padding, no batching overhead.
 
     A floor for any route that decomposes the matrices one at a time; the compiled lane kernel
     (``socm_lib.nuclear``), which decomposes many at once, goes below it.
 
     For a random sample of pairs, the exact (unpadded) float64 cross-Grams ``A_i A_j^T`` are formed
-    first; then only their singular values are timed, one LAPACK call per matrix on one thread.
-    The per-pair time times the number of pairs, divided by the cores, is the floor.
+    first; then only their singular values are timed, one LAPACK call per matrix on one thread, ``repeats``
+    times over the whole sample. The per-pair time of each pass times the number of pairs, divided by the
+    cores, is one estimate of the floor (``floor_runs_s``); ``floor_s`` is their median.
     """
     from threadpoolctl import threadpool_limits
 
@@ -240,15 +243,18 @@ def svd_floor(clouds, n_cores: int, sample: int = 20_000) -> dict:
     n = len(clouds)
     pairs = sample_pairs(n, min(sample, n * (n - 1) // 2), seed=1)
     grams = [factors[i] @ factors[j].T for i, j in pairs]
+    per_pair = []
     with threadpool_limits(1):
         np.linalg.svd(grams[0], compute_uv=False)
-        t = time.perf_counter()
-        for g in grams:
-            np.linalg.svd(g, compute_uv=False)
-        per_pair = (time.perf_counter() - t) / len(grams)
+        for _ in range(repeats):
+            t = time.perf_counter()
+            for g in grams:
+                np.linalg.svd(g, compute_uv=False)
+            per_pair.append((time.perf_counter() - t) / len(grams))
     total_pairs = n * (n - 1) // 2
-    return {"pairs_sampled": int(len(grams)), "us_per_pair_one_core": per_pair * 1e6,
-            "floor_s": per_pair * total_pairs / n_cores, "cores": n_cores}
+    runs = [p * total_pairs / n_cores for p in per_pair]
+    return {"pairs_sampled": int(len(grams)), "us_per_pair_one_core": float(np.median(per_pair)) * 1e6,
+            "floor_s": float(np.median(runs)), "floor_runs_s": [round(r, 4) for r in runs], "cores": n_cores}
 
 
 def allpairs_worker(source: str, d: int, n_texts: int, repeats: int, out: str, cache: str | None = None) -> dict:
@@ -466,6 +472,7 @@ def main(argv=None) -> int:
         "seed": SEED, "subsample_pairs": SUBSAMPLE[args.quick], "paper_batch": PAPER_BATCH,
         "paper_processes": PAPER_PROCESSES[args.quick],
         "allpairs_repeats": ALLPAIRS_REPEATS[False] if not args.quick else 1, "subsample_repeats": SUB_REPEATS,
+        "svd_floor_repeats": FLOOR_REPEATS,
         "reference_pairs_checked": "every pair" if args.quick else {
             k: "every pair" if v is None else f"random sample of {v:,} (seed {SEED})"
             for k, v in REFERENCE_CHECK[False].items()},

@@ -14,10 +14,11 @@ fresh process as in the full run, prints their time and peak memory and writes
 
 Every pair of N synthetic texts (5 to 60 tokens, ``common.synthetic_clouds``, seed 0; the first
 N texts are the same at every N) is measured in a fresh process: a warm-up on a small problem,
-then the median of several runs (one run where a single run takes minutes), with the peak
-memory of the first run above the process's memory before it. The fitted exponents are the
-slopes of log time and log memory against log N (all pairs: about 2 expected) and against
-log d (the matrix products grow like d, the SVDs do not depend on it).
+then repeated runs (``repeats``: five where a run takes seconds, three where it takes a minute or
+more), each recorded, with the peak memory of the first run above the process's memory before it.
+The fitted exponents are the slopes of log median time and log memory against log N (all pairs:
+about 2 expected) and against log d (the matrix products grow like d, the SVDs do not depend on
+it); each time exponent comes with its 95 % interval (``socm_lib.viz.benchmarking.exponent_interval``).
 
 Prints a table, writes ``benchmarks/results/scaling.json`` and draws ``benchmarks/results/scaling.png``
 (with ``--quick``, into a temporary folder instead).
@@ -44,12 +45,15 @@ SWEEPS = {
 }
 #: Texts of the socm_summary row (d = 384): the largest point of the texts sweep.
 SUMMARY_TEXTS = {False: 3000, True: 80}
-#: Runs per point: several where a run is short, one where a single run takes tens of seconds.
+#: Runs per point: five where a run takes seconds, three from this many pairs up (a run of 3,000 texts takes
+#: over a minute on two cores), two in a smoke run. Never one: a point's spread is part of its figure.
 LONG_PAIRS = 400_000
+REPEATS = {"short": 5, "long": 3, "quick": 2}
 
 
 def repeats(pairs: int, quick: bool) -> int:
-    return 1 if quick or pairs >= LONG_PAIRS else 3
+    """Runs of a point of ``pairs`` pairs (``REPEATS``)."""
+    return REPEATS["quick" if quick else "long" if pairs >= LONG_PAIRS else "short"]
 
 
 def point_worker(n_texts: int, d: int, repeats: int, route: str = "socm_pairs") -> dict:
@@ -123,7 +127,9 @@ def main(argv=None) -> int:
                         "socm_pairs and socm_summary, print time and peak memory, write results/scaling_point.json")
     args, record, t0 = common.start(__file__, parser, argv)
     record["settings"] = {"seed": SEED, "clouds": "synthetic, 5 to 60 tokens, float32 (benchmarks/common.py)",
-                          "timing": f"median of 3 runs after a warm-up; 1 run from {LONG_PAIRS:,} pairs up",
+                          "timing": (f"median of {REPEATS['quick']} runs after a warm-up" if args.quick else
+                                     f"median of {REPEATS['short']} runs after a warm-up; {REPEATS['long']} runs from "
+                                     f"{LONG_PAIRS:,} pairs up"),
                           "memory": "peak RSS of the first run above the RSS before it, fresh process per point"}
     if args.point is not None:
         return single_point(args.point, args.quick, record, t0)
@@ -144,12 +150,15 @@ def main(argv=None) -> int:
                                               repeats=repeats(pairs, args.quick)))
         key = "n_texts" if sweep == "texts" else "d"
         x = [p[key] for p in points]
-        b_t, a_t = benchmarking.fit_power_law(x, [p["median_s"] for p in points])
+        medians = [p["median_s"] for p in points]
+        b_t, a_t = benchmarking.fit_power_law(x, medians)
         b_m, a_m = benchmarking.fit_power_law(x, [max(p["peak_mib"], 1e-3) for p in points])
         record[sweep] = {
             "fixed": {"d": spec["fixed"]} if sweep == "texts" else {"n_texts": spec["fixed"]},
             "points": points, "time_exponent": b_t, "time_factor": a_t, "memory_exponent": b_m, "memory_factor": a_m,
-            "fit": "least squares of log(y) on log(x) over all points",
+            "time_exponent_interval": list(benchmarking.exponent_interval(x, medians)),
+            "fit": "least squares of log(median time) and log(peak memory) on log(x) over all points; the time "
+                   "exponent's interval is the 95 % t-interval of that slope (points - 2 degrees of freedom)",
         }
         if sweep == "texts":  # per pair, the cost should be flat: time / pairs against pairs
             record[sweep]["time_exponent_per_pair_count"] = benchmarking.fit_power_law(
@@ -174,7 +183,8 @@ def main(argv=None) -> int:
     fig.savefig(png, dpi=120)
 
     common.print_table("Scaling of socm_pairs (all pairs, synthetic clouds)", benchmarking.scaling_table(record))
-    print(f"\nfitted exponents: time ~ N^{record['texts']['time_exponent']:.2f}, memory ~ "
+    print(f"\nfitted exponents: time ~ N^{record['texts']['time_exponent']:.2f} (95 % interval "
+          f"{record['texts']['time_exponent_interval']}), memory ~ "
           f"N^{record['texts']['memory_exponent']:.2f} (d = {record['texts']['fixed']['d']}); time ~ "
           f"d^{record['dim']['time_exponent']:.2f}, memory ~ d^{record['dim']['memory_exponent']:.2f} "
           f"(N = {record['dim']['fixed']['n_texts']:,})")

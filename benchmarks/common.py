@@ -3,9 +3,10 @@
 Nothing here is part of the library's tested API; the scripts in this folder import it as a
 plain module (``python benchmarks/bench_metric.py`` puts this folder on ``sys.path``).
 
-Timing. Every figure is the median of several runs after a warm-up run (the count is
-recorded next to the figure). Long all-pairs runs are warmed up on a small problem of the
-same kind rather than repeated in full.
+Timing. Every figure is the median of several runs after a warm-up run, and every run is
+recorded next to it (``runs_s``), so that the book quotes each time with its fastest and
+slowest run. Long all-pairs runs are warmed up on a small problem of the same kind rather
+than repeated in full.
 
 Peak memory. ``tracemalloc`` does not see numpy's or torch's buffers, so memory is
 measured on the process's resident set: :class:`PeakRSS` samples the RSS in a thread and

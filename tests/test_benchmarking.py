@@ -62,7 +62,44 @@ def test_fit_power_law_rejects_unusable_points(x, y):
         benchmarking.fit_power_law(x, y)
 
 
+# ----------------------------------------------------------------------------- exponent_interval
+def test_exponent_interval_is_the_t_interval_of_the_least_squares_slope():
+    x = np.array([100.0, 300.0, 1000.0, 3000.0])
+    y = np.array([0.34, 1.18, 5.3, 74.8])
+    low, high = benchmarking.exponent_interval(x, y)
+    lx, ly = np.log(x), np.log(y)
+    b = np.polyfit(lx, ly, 1)[0]
+    residuals = ly - np.polyval(np.polyfit(lx, ly, 1), lx)
+    se = np.sqrt(residuals @ residuals / (len(x) - 2) / ((lx - lx.mean()) @ (lx - lx.mean())))
+    half = 4.302652729911275 * se  # Student's t, 2 degrees of freedom, 0.975 quantile
+    assert (low, high) == pytest.approx((b - half, b + half), rel=1e-9)
+    assert low < benchmarking.fit_power_law(x, y)[0] < high
+
+
+def test_exponent_interval_covers_the_true_exponent_of_noisy_power_laws():
+    rng = np.random.default_rng(0)
+    x = np.geomspace(100, 3000, 5)
+    covered = 0
+    for _ in range(200):
+        low, high = benchmarking.exponent_interval(x, 2e-6 * x**2 * np.exp(0.1 * rng.standard_normal(5)))
+        covered += low <= 2.0 <= high
+    assert 0.9 <= covered / 200 <= 0.99  # a 95 % interval
+
+
+def test_exponent_interval_needs_three_points_and_a_level():
+    assert all(np.isnan(benchmarking.exponent_interval([1.0, 2.0], [1.0, 4.0])))
+    with pytest.raises(ValueError, match="level"):
+        benchmarking.exponent_interval([1.0, 2.0, 3.0], [1.0, 4.0, 9.0], level=95)
+    with pytest.raises(ValueError, match="positive"):
+        benchmarking.exponent_interval([1.0, 2.0, 3.0], [1.0, -4.0, 9.0])
+
+
 # ----------------------------------------------------------------------------- formatting
+def test_run_range_gives_fastest_and_slowest_or_says_single_run():
+    assert benchmarking.run_range([5.29, 5.41, 5.2]) == "5.20-5.41"
+    assert benchmarking.run_range([8.4616]) == "single run"
+
+
 @pytest.mark.parametrize("x,text", [(None, "-"), (1234.4, "1,234"), (100.0, "100"), (2.5, "2.50"), (0.012345, "0.0123")])
 def test_rate_formats_by_magnitude(x, text):
     assert benchmarking.rate(x) == text
@@ -115,6 +152,19 @@ def test_plot_scaling_draws_points_and_fitted_lines(scaling):
         assert "exponent" in ax.get_legend().get_texts()[0].get_text()
 
 
+def test_plot_scaling_draws_the_spread_of_the_runs_and_marks_single_runs(scaling):
+    point = scaling["texts"]["points"][1]
+    point["runs_s"] = [0.9 * point["median_s"], point["median_s"], 1.2 * point["median_s"]]
+    scaling["texts"]["points"][2]["runs_s"] = [scaling["texts"]["points"][2]["median_s"]]
+    scaling["texts"]["time_exponent_interval"] = [1.9, 2.1]
+    fig = benchmarking.plot_scaling(scaling)
+    ax = next(a for a in fig.axes if a.get_ylabel() == "seconds (median)")
+    bars = ax.collections[0].get_segments()
+    assert [tuple(b[:, 1]) for b in bars][1] == pytest.approx((0.9 * point["median_s"], 1.2 * point["median_s"]))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "time (exponent 2.00 [1.90, 2.10])" in labels and "a single run" in labels
+
+
 # ----------------------------------------------------------------------------- the committed results
 @pytest.fixture(scope="module")
 def committed():
@@ -162,6 +212,22 @@ def test_committed_scaling_exponents_refit_from_the_points(committed):
         assert s["time_factor"] == pytest.approx(a, rel=1e-9)
 
 
+def test_committed_timings_are_medians_of_repeated_runs(committed):
+    """Every time the book quotes is the median of at least three runs, each recorded (sixth edition: no figure of
+    a single run, and the N-exponent fitted to medians, with its interval)."""
+    scaling = committed["scaling"]
+    for p in scaling["texts"]["points"] + scaling["dim"]["points"] + [scaling["summary"]]:
+        assert len(p["runs_s"]) >= 3, f"scaling point N = {p['n_texts']}, d = {p['d']}: runs {p['runs_s']}"
+        assert p["median_s"] == pytest.approx(float(np.median(p["runs_s"])), rel=1e-3)
+    for sweep in ("texts", "dim"):
+        low, high = scaling[sweep]["time_exponent_interval"]
+        assert low < scaling[sweep]["time_exponent"] < high, sweep
+    for name, ds in committed["metric"]["datasets"].items():
+        a = ds["allpairs"]
+        assert len(a["runs_s"]) >= 3, f"{name}: all pairs timed {len(a['runs_s'])} times"
+        assert len(a["svd_floor"]["floor_runs_s"]) >= 3, name
+
+
 def test_scaling_table_adds_the_summary_row_when_recorded(scaling):
     assert "summary" not in set(benchmarking.scaling_table(scaling)["sweep"])
     point = scaling["texts"]["points"][-1]
@@ -171,3 +237,4 @@ def test_scaling_table_adds_the_summary_row_when_recorded(scaling):
     assert len(table) == 7 and last["sweep"] == "summary"
     assert (last["texts"], last["pairs"]) == ("1,000", "499,500")
     assert last["peak MiB"] == benchmarking.mib(12.0)
+    assert list(table["min-max s"].iloc[:3]) == [benchmarking.run_range(p["runs_s"]) for p in scaling["texts"]["points"]]

@@ -11,6 +11,15 @@ low, and is called concentration. The checks, on every chapter and on the Markdo
 * no token, cloud or embedding "collapses" and none is "collapsed": that is concentration;
 * another author's notion of collapse (length-induced collapse) appears only with its citation;
 * no encoder is called "strongly contrastive": nothing in the book measures how contrastive an encoder is.
+
+"Concentration" has one sense too, and the same pages are checked for it. The concentration ratio
+:math:`c = S/\lVert\mu\rVert^2` grows as the tokens spread, so "concentration" alone was read in two opposite senses
+("norm variation inflates concentration": the tokens are *less* concentrated; "low concentration explains the low
+SOCM": they are *more*). So the quantity is always called the concentration ratio (high or low, rising or falling), and
+the bare word names only the phenomenon, as "token concentration" (tokens close to their mean, in the English sense).
+And "concentrated" is not defined by a threshold of 2: :math:`c \le 2` is the range guarantee's condition
+(Theorem 4.3), which BERT (1.63) and the untrained control meet although their tokens are not concentrated; no sentence
+that calls texts concentrated (or not) argues from that threshold or from the guarantee.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import re
 import pytest
 
 from notebook_cells import NOTEBOOKS, ROOT, read
+from test_notation import prose
 from test_notebook_prose import glued_values
 
 #: Every page of the book, every notebook, and the README that introduces the encoders.
@@ -112,3 +122,70 @@ def test_the_rules_accept_the_books_sense(text):
 def test_collapse_is_used_in_the_books_sense_only(path):
     wrong = misuses(markdown(path), lowest_socm_encoder())
     assert not wrong, f"{path.name}: 'collapse' outside the sense of Chapter 3: {wrong}"
+
+
+# -- "Concentration" and "concentrated" -------------------------------------------------------------------------------
+
+#: "concentration" that is neither "concentration ratio" nor "token concentration".
+BARE_CONCENTRATION = re.compile(r"(?<!token )\bconcentrations?\b(?![ -]ratios?\b)", re.I)
+#: The range guarantee's threshold, or the guarantee itself, in a sentence: not a definition of "concentrated".
+RANGE_THRESHOLD = re.compile(
+    r"c(?:_\w)?\s*(?:<|>|\\le|\\ge|\\leq|\\geq|≤|≥)\s*2\b|\b(?:exceeds?|below|above|under|than|beyond)\s+2\b"
+    r"|\\le\s*4\b|\[0,\s*1\]|\bguarantee", re.I)
+
+
+def without_code_and_math(text: str) -> str:
+    """Prose only: code, roles, math, comments and link targets removed (directives such as theorems kept)."""
+    text = re.sub(r"<!--.*?-->", " ", prose(text), flags=re.S)
+    text = re.sub(r"^\s*:[\w-]+:.*$", " ", text, flags=re.M)  # directive options (labels, classes)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = re.sub(r"(?<!\\)\$[^$\n]+?(?<!\\)\$", " x ", text)
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+def concentration_misuses(text: str) -> list[str]:
+    """"concentration" without "ratio" (outside "token concentration"), and "concentrated" tied to the threshold 2."""
+    found = []
+    for paragraph in paragraphs(without_code_and_math(text)):
+        paragraph = re.sub(r'"[^"]{0,40}"|“[^”]{0,40}”', " ", paragraph)  # a word in quotes is mentioned, not used
+        for m in BARE_CONCENTRATION.finditer(paragraph):
+            found.append(f"'concentration' without 'ratio': ...{paragraph[max(0, m.start() - 50):m.end() + 30]}...")
+    for paragraph in paragraphs(re.sub(r"\{[a-z:-]+\}`[^`]*`", " ", prose(text))):
+        for sentence in sentences(paragraph):
+            if re.search(r"\bconcentrated\b", sentence, re.I) and RANGE_THRESHOLD.search(sentence):
+                found.append(f"'concentrated' read from the range guarantee: {sentence[:140]}")
+    return found
+
+
+@pytest.mark.parametrize("text", [
+    "Norm variation inflates concentration: at a fixed value of $\\gamma$, $c + 1$ grows.",        # ch08, fifth edition
+    "Low concentration is therefore enough to explain the low SOCM of encoders such as GTE-base.",  # ch08, fifth edition
+    "They report a final-layer concentration of about 1.63 for BERT.",
+    "```{prf:theorem} Small concentration bound\n:label: x\nText.\n```",
+    "It supports statements about whether their token clouds are concentrated ($c < 2$) or not.",   # ex-ch09-2
+    "Its tokens are not concentrated: the concentration ratio exceeds 2 for a share of the texts.",  # ch09
+    "This contrastive encoder is *not* concentrated on these texts: the mean ratio is above 2.",     # nb02
+    "SOCM lies in $[0, 1]$ only for concentrated texts.",                                           # nb05
+])
+def test_the_concentration_rules_catch_the_fifth_editions_uses(text):
+    assert concentration_misuses(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Norm variation raises the concentration ratio: at a fixed value of $\\gamma$, $c + 1$ grows.",
+    "A small concentration ratio is enough to explain the low SOCM; contrastive training concentrates tokens.",
+    "{cite:t}`hara2026socm` explain this by token concentration. See [Chapter 8](../book/ch08_concentration.md).",
+    "`socm_lib.concentration_ratio` and the `concentration` column; the concentration-ratio bound.",
+    'The fifth edition read "concentration" in two senses.',
+    "E5's tokens are concentrated (mean concentration ratio 0.23, far below 1).",
+    "Both clouds are concentrated: here $\\dSigma \\le (c_1 + c_2)/4 = 33/320$.",
+    "A pair with $c_1 + c_2 > 4$ is not covered by the guarantee, whatever its tokens do.",
+])
+def test_the_concentration_rules_accept_the_books_senses(text):
+    assert concentration_misuses(text) == []
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_concentration_has_one_sense(path):
+    wrong = concentration_misuses(markdown(path))
+    assert not wrong, f"{path.name}: 'concentration' in two senses, or 'concentrated' read from c <= 2: {wrong}"

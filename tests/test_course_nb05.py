@@ -37,3 +37,29 @@ def test_wrong_and_malformed_answers(task_id):
     wrong = verdict(task_id, task.wrong_example)
     shown = f"{expected:.4f}" if isinstance(expected, float) else str(expected)
     assert shown not in wrong.message  # a malformed choice lists the options, which is fine
+
+
+def test_task_4_rubric_formula_for_no_shared_vector_matches_a_simulation():
+    """Task 4's box: with beta = 0 the means' cosine is 1/2 sqrt(min/max) + k/(2 sqrt(n1 n2)), checked by drawing
+    the embedding tables (the fifth edition's rubric said min/(2 max): 0.067 for 8 against 60 tokens, where a
+    simulation gives about 0.23)."""
+    from socm_lib import control
+
+    n1, n2, k, d = 8, 60, 2, 4096
+    formula = 0.5 * np.sqrt(n1 / n2) + k / (2 * np.sqrt(n1 * n2))
+    assert control.predicted_mean_cosine(n1, n2, k, beta=1e-12) == pytest.approx(formula, rel=1e-6)
+    rng = np.random.default_rng(0)
+    cosines = []
+    for _ in range(20):
+        words, positions = rng.standard_normal((200, d)), rng.standard_normal((n2, d))
+        # [CLS] = 0 and [SEP] = 1 in both texts; their other ids from disjoint halves of the vocabulary (k = 2)
+        ids1 = np.r_[0, rng.choice(np.arange(2, 100), n1 - 2, replace=False), 1]
+        ids2 = np.r_[0, rng.choice(np.arange(100, 200), n2 - 2, replace=False), 1]
+        means = []
+        for ids in (ids1, ids2):
+            tokens = words[ids] + positions[: len(ids)]
+            tokens /= np.linalg.norm(tokens, axis=1, keepdims=True)  # LayerNorm's equal norms, no shared vector
+            means.append(tokens.mean(axis=0))
+        cosines.append(means[0] @ means[1] / np.linalg.norm(means[0]) / np.linalg.norm(means[1]))
+    assert np.mean(cosines) == pytest.approx(formula, abs=0.02)
+    assert abs(np.mean(cosines) - min(n1, n2) / (2 * max(n1, n2))) > 0.1  # the old rubric's value is far off

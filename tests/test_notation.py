@@ -326,3 +326,92 @@ def test_every_second_use_of_a_symbol_is_declared():
     wrong = undeclared(PAGE)
     assert not wrong, ("book/notation.md: a chapter gives these symbols a meaning their row does not declare (rename "
                        f"the letter, or declare the second meaning in its row with the chapter): {wrong}")
+
+
+# -- One name per quantity -------------------------------------------------------------------------------------------
+#
+# The page gives the distances and the concentration ratio one name each, in bold in their row. That name is the only
+# one the prose uses: another name for $\dSigma$ (the fifth edition had three: "covariance distance", "shape
+# distance", "second-order distance") fails, and so does any "... distance" written right next to the symbol that is
+# not its name. "Shape" misleads besides: $\dSigma$ compares the sizes of two covariances as well as their shapes.
+
+NAMED_SYMBOLS = {"dmu": r"\dmu", "dSigma": r"\dSigma", "c": "c(X)"}
+#: Names these quantities had before the sixth edition gave each one: none of them may come back.
+RETIRED_NAMES = ("shape distance", "shape part", "shape term", "second-order distance", "first-order distance")
+#: The pages whose prose names the quantities: chapters, notebooks' and book pages' Markdown, the instructor's rubrics.
+NAMING_PAGES = [*sorted(BOOK.glob("*.md")), *sorted((ROOT / "notebooks").glob("nb*.ipynb")),
+                *sorted(BOOK.glob("*.ipynb")), ROOT / "instructor" / "rubrics.md"]
+
+
+def names_on_page(page: str) -> dict[str, str]:
+    """``macro -> name``: the bold name in the row of each of ``\\dmu``, ``\\dSigma`` and ``c(X)``."""
+    out = {}
+    for line in page.splitlines():
+        cells = line.split("|")
+        if len(cells) < 3 or not line.startswith("| $"):
+            continue
+        lead = INLINE.findall(cells[1])[0]
+        for key, symbol in NAMED_SYMBOLS.items():
+            if lead.replace(" ", "").startswith(symbol.replace(" ", "")):
+                bold = re.findall(r"\*\*([^*]+)\*\*", cells[2])
+                assert len(bold) == 1, f"the row of ${symbol}$ must give exactly one name in bold, found {bold}"
+                out[key] = bold[0]
+    return out
+
+
+def page_prose(path: Path) -> str:
+    """The prose of a chapter, a notebook's Markdown cells or the rubrics, with line breaks read as spaces."""
+    if path.suffix == ".ipynb":
+        import nbformat
+
+        text = "\n\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    else:
+        text = path.read_text()
+    return " ".join(text.split())
+
+
+def misnamed(text: str, names: dict[str, str]) -> list[str]:
+    """Places where ``text`` calls $\\dSigma$ or $\\dmu$ by a retired name, or writes a wrong name next to it."""
+    text = re.sub(r'"[^"]{0,40}"|“[^”]{0,40}”', " ", text)  # a name in quotes is mentioned, not used
+    found = [f"'{m.group(0)}'" for m in re.finditer("|".join(RETIRED_NAMES), text, re.I)]
+    for key in ("dSigma", "dmu"):
+        adjective = names[key].split()[-2]  # "covariance" of "covariance distance"
+        for m in re.finditer(rf"\$\\{key}\$", text):
+            before = re.search(r"([\w–-]+) distances?,?\s*\(?\s*$", text[max(0, m.start() - 60):m.start()])
+            after = re.match(r"\)?,?\s*(?:the|its|a|their)\s+([\w–-]+) distances?", text[m.end():m.end() + 60])
+            for said in (before, after):
+                if said and said.group(1).lower() != adjective:
+                    found.append(f"'{said.group(0).strip()}' next to ${m.group(0)[1:-1]}$ (its name: {names[key]})")
+    return found
+
+
+def test_the_page_names_each_distance_once():
+    names = names_on_page(PAGE)
+    assert set(names) == set(NAMED_SYMBOLS), f"book/notation.md names {sorted(names)}; give each of {list(NAMED_SYMBOLS)} a bold name"
+    assert names["dSigma"].endswith(" distance") and names["dmu"].endswith(" distance")
+    assert names["c"] == "concentration ratio"
+
+
+@pytest.mark.parametrize("text", [
+    "two tight texts always have a small shape distance",          # ch08, fifth edition
+    "its second-order distance is large",                           # the notation page, fifth edition
+    "the shape distance $\\dSigma$ exceeds 1",                       # nb05, fifth edition
+    "SOCM keeps the shape part $\\dSigma$",                          # nb01, fifth edition
+    "the Bures distance $\\dSigma$ of two texts",
+    "$\\dSigma$, the spread distance, grows",
+])
+def test_the_naming_rule_catches_another_name_for_d_sigma(text):
+    assert misnamed(text, {"dSigma": "covariance distance", "dmu": "mean distance"})
+
+
+def test_the_naming_rule_accepts_the_name():
+    text = ("the covariance distance $\\dSigma$ and the mean distance $\\dmu$; the Bures–Wasserstein covariance "
+            "distance $\\dSigma$; $\\dSigma$, the covariance distance, and the distance of the covariances; it had been "
+            "a \"shape distance\"")
+    assert misnamed(text, {"dSigma": "covariance distance", "dmu": "mean distance"}) == []
+
+
+@pytest.mark.parametrize("path", NAMING_PAGES, ids=lambda p: p.name)
+def test_each_distance_has_one_name_everywhere(path):
+    wrong = misnamed(page_prose(path), names_on_page(PAGE))
+    assert not wrong, f"{path.name}: another name for a quantity the notation page names: {wrong}"

@@ -10,7 +10,7 @@ from . import Task, register
 
 SAMPLE = 200  # texts of the task sample (19,900 pairs)
 SAMPLE_SEED = 1
-THRESHOLD = 1.93  # concentration threshold of task 3 (not a value the formula hits exactly at a whole n)
+THRESHOLD = 1.93  # concentration-ratio threshold of task 3 (not a value the formula hits exactly at a whole n)
 
 
 @cache

@@ -1,4 +1,4 @@
-"""Tasks of notebook 6 (concentration through the layers): the "Your turn" section."""
+"""Tasks of notebook 6 (the concentration ratio through the layers): the "Your turn" section."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def _shrink() -> float:
 register(
     Task(
         id="nb06.1",
-        question=f"On {SAMPLE} corpus texts (seed {SAMPLE_SEED}), the layer at which the mean concentration of "
-                 "all-minilm-l6 falls most relative to the layer before.",
+        question=f"On {SAMPLE} corpus texts (seed {SAMPLE_SEED}), the layer at which the mean concentration ratio "
+                 "of all-minilm-l6 falls most relative to the layer before.",
         expected=_drop_layer,
         kind="integer",
         hint="Run socm_lib.layers.layer_profile on the sample and pass it to socm_lib.layers.largest_drop; layers "
@@ -44,12 +44,12 @@ register(
     ),
     Task(
         id="nb06.2",
-        question="On the same texts, the ratio of all-minilm-l6's mean concentration at the final layer to its "
-                 "mean concentration at the embedding output.",
+        question="On the same texts, all-minilm-l6's mean concentration ratio at the final layer divided by its "
+                 "mean concentration ratio at the embedding output.",
         expected=_shrink,
         kind="number", rtol=1e-3, atol=1e-4,
         hint="Divide the 'concentration' column at the last layer by the one at layer 0 (a number below 1 if "
-             "concentration falls).",
+             "the concentration ratio falls).",
         wrong_example=1.0,
     ),
 )

@@ -17,7 +17,8 @@ def _leading_bias_768() -> float:
 
 
 def _measured_shift() -> float:
-    """d_sigma by paper_route in float64 minus the exact d_sigma, for texts 0 and 1 of the notebook's sample.
+    """The shift: the exact d_sigma minus paper_route's in float64 (the book's one sign), for texts 0 and 1 of the
+    notebook's sample.
 
     The clouds come from one extraction of the whole sample on the default device, as in the notebook (whose call
     the library's cache of :func:`~socm_lib.token_embeddings` then answers): extracting two texts alone batches
@@ -34,7 +35,7 @@ def _measured_shift() -> float:
     texts = sample_texts(list(corpus()["text"]), N_TEXTS, seed=SEED)
     X1, X2 = token_embeddings(load_encoder("all-minilm-l6"), texts, progress=False)[:2]
     route = paper_route([X1, X2], [(0, 1)], dtype=torch.float64, device="cpu", progress=False)
-    return float(route.d_sigma[0] - socm(X1, X2).d_sigma)
+    return float(socm(X1, X2).d_sigma - route.d_sigma[0])
 
 
 register(
@@ -51,12 +52,13 @@ register(
     ),
     Task(
         id="nb10.2",
-        question="Run paper_route in float64 on texts 0 and 1 of the notebook's all-minilm-l6 clouds and subtract the "
-                 "exact d_Sigma (socm): what is the shift (a negative number)?",
+        question="Run paper_route in float64 on texts 0 and 1 of the notebook's all-minilm-l6 clouds and subtract its "
+                 "d_Sigma from the exact one (socm): what is the shift, exact minus route (a positive number)?",
         expected=_measured_shift,
         rtol=1e-5,
         atol=1e-9,
-        hint="Use dtype=torch.float64 and pairs=[(0, 1)] on clouds[0], clouds[1]; the shift is route minus exact.",
-        wrong_example=-_leading_bias_768() / 2,
+        hint="Use dtype=torch.float64 and pairs=[(0, 1)] on clouds[0], clouds[1]; the shift is exact minus route, "
+             "a positive number.",
+        wrong_example=-_leading_bias_768() / 2,  # a negative shift: route minus exact, the sign the book does not use
     ),
 )

@@ -15,7 +15,8 @@ Nothing below :mod:`socm_lib.viz` imports from here. Import the submodule you ne
 * :mod:`socm_lib.viz.control` -- the untrained control: measured against its initialisation's prediction;
 * :mod:`socm_lib.viz.widgets` -- the encoder comparator (ipywidgets);
 * :mod:`socm_lib.viz.benchmarking` -- tables and figures of ``benchmarks/results``;
-* :mod:`socm_lib.viz.paper_route` -- the per-pair shift of the paper's regularised route.
+* :mod:`socm_lib.viz.paper_route` -- the per-pair shift of the paper's regularised route;
+* :mod:`socm_lib.viz.glued` -- glue a statistic with its sample and a time with its spread (the book's prose rules).
 
 The display helpers are re-exported here because every notebook uses them; they import neither
 matplotlib nor ipywidgets.

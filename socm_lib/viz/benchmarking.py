@@ -7,8 +7,13 @@ scaling figure, so that the two never disagree. Nothing in this module times any
 * :func:`load_results` -- the three result files as dicts;
 * :func:`metric_table`, :func:`allpairs_table`, :func:`extraction_table`, :func:`scaling_table`,
   :func:`targets_table` -- tables as DataFrames of fixed-format strings;
-* :func:`fit_power_law` -- the exponent :math:`b` of :math:`y \approx a x^b` (least squares in log-log);
+* :func:`fit_power_law` -- the exponent :math:`b` of :math:`y \approx a x^b` (least squares in log-log), and
+  :func:`exponent_interval`, its confidence interval;
 * :func:`plot_scaling` -- time and peak memory of ``socm_pairs`` against the number of texts and against ``d``.
+
+Every timing of the result files is a list of repeated runs (``runs_s``) with their median (``median_s``); the
+tables give the median with the fastest and the slowest run (:func:`run_range`), so that a figure and its spread
+travel together, and say how many runs there were.
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ def sci(x) -> str:
 def seconds(x) -> str:
     """A duration in seconds with two decimals (``-`` for a missing value)."""
     return "-" if x is None else f"{float(x):.2f}"
+
+
+def run_range(runs) -> str:
+    """The fastest and the slowest of repeated runs, ``"min-max"`` in seconds (``"single run"`` for one)."""
+    runs = [float(r) for r in runs]
+    if len(runs) == 1:
+        return "single run"
+    return f"{min(runs):.2f}-{max(runs):.2f}"
 
 
 def mib(x) -> str:
@@ -101,8 +114,8 @@ def allpairs_table(metric: dict) -> pd.DataFrame:
         p = a.get("profile", {})
         rows.append({
             "data": ds_name, "texts": f"{ds['n_texts']:,}", "d": str(ds["d"]), "pairs": f"{a['pairs']:,}",
-            "seconds (median)": seconds(a["median_s"]), "runs": str(len(a["runs_s"])),
-            "pairs/s": rate(a["pairs_per_s"]), "peak MiB": mib(a["peak_mib"]),
+            "seconds (median)": seconds(a["median_s"]), "min-max s": run_range(a["runs_s"]),
+            "runs": str(len(a["runs_s"])), "pairs/s": rate(a["pairs_per_s"]), "peak MiB": mib(a["peak_mib"]),
             "matmul s": seconds(p.get("matmul_s")), "SVD s": seconds(p.get("svd_s")), "other s": seconds(p.get("other_s")),
             "LAPACK floor s": seconds(a.get("svd_floor", {}).get("floor_s")),
             "max rel err": sci(max(a["errors"][k]["max_rel"] for k in ("d_mu", "d_sigma", "socm"))),
@@ -140,7 +153,7 @@ def scaling_table(scaling: dict) -> pd.DataFrame:
         points.append(("summary", scaling["summary"]))
     return pd.DataFrame([{
         "sweep": sweep, "texts": f"{p['n_texts']:,}", "d": str(p["d"]), "pairs": f"{p['pairs']:,}",
-        "seconds (median)": seconds(p["median_s"]), "runs": str(len(p["runs_s"])),
+        "seconds (median)": seconds(p["median_s"]), "min-max s": run_range(p["runs_s"]), "runs": str(len(p["runs_s"])),
         "pairs/s": rate(p["pairs"] / p["median_s"]), "peak MiB": mib(p["peak_mib"]),
     } for sweep, p in points])
 
@@ -193,10 +206,40 @@ def fit_power_law(x, y) -> tuple[float, float]:
     return float(b), float(np.exp(log_a))
 
 
+def exponent_interval(x, y, level: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of the exponent ``b`` of :func:`fit_power_law`: the t-interval of a least-squares slope.
+
+    With ``k`` points the slope of ``log y`` on ``log x`` has the standard error of ordinary least squares, and the
+    interval is ``b -/+ t * se`` with the ``(1 + level)/2`` quantile of Student's t with ``k - 2`` degrees of freedom
+    (``scipy.stats.linregress``). It measures how far the points stray from one power law, not the noise of each
+    point. Two points determine the line exactly: the interval is then ``(nan, nan)``.
+    """
+    from scipy import stats
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 2 or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("exponent_interval needs at least two points with positive x and y.")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level!r}.")
+    if len(x) < 3:
+        return float("nan"), float("nan")
+    fit = stats.linregress(np.log(x), np.log(y))
+    half = stats.t.ppf((1 + level) / 2, len(x) - 2) * fit.stderr
+    return float(fit.slope - half), float(fit.slope + half)
+
+
+def _exponent_label(what: str, b: float, interval) -> str:
+    if interval is None or not np.all(np.isfinite(np.asarray(interval, dtype=float))):
+        return f"{what} (exponent {b:.2f})"
+    return f"{what} (exponent {b:.2f} [{interval[0]:.2f}, {interval[1]:.2f}])"
+
+
 def plot_scaling(scaling: dict):
     """Two panels, log-log: seconds and peak MiB of socm_pairs against the number of texts, and against ``d``.
 
-    Dashed lines are the fitted power laws recorded in ``scaling``. Returns the Figure.
+    Each time point is the median of its runs, with a bar from the fastest to the slowest run; a point measured
+    once is drawn hollow. Dashed lines are the fitted power laws recorded in ``scaling``, and the legend gives each
+    exponent with its 95 % interval where the record has one. Returns the Figure.
     """
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -208,9 +251,15 @@ def plot_scaling(scaling: dict):
         x = np.array([p[xkey] for p in s["points"]], dtype=float)
         t = np.array([p["median_s"] for p in s["points"]])
         m = np.array([p["peak_mib"] for p in s["points"]])
-        ax.loglog(x, t, "o-", color="C0", label=f"time (exponent {s['time_exponent']:.2f})")
+        ax.loglog(x, t, "o-", color="C0",
+                  label=_exponent_label("time", s["time_exponent"], s.get("time_exponent_interval")))
         xx = np.geomspace(x.min(), x.max(), 50)
         ax.loglog(xx, s["time_factor"] * xx ** s["time_exponent"], "--", color="C0", alpha=0.5)
+        runs = [np.asarray(p["runs_s"], dtype=float) for p in s["points"]]
+        ax.vlines(x, [r.min() for r in runs], [r.max() for r in runs], color="C0", lw=2, alpha=0.6)
+        once = np.array([len(r) == 1 for r in runs])
+        if once.any():
+            ax.loglog(x[once], t[once], "o", color="C0", mfc="white", label="a single run")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("seconds (median)", color="C0")
         ax2 = ax.twinx()

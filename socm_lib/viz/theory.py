@@ -119,7 +119,7 @@ def w2_decomposition(X1, X2, *, labels=("text 1", "text 2"), title: str | None =
     Left: the fits :math:`\mathcal N(\mu_i, \Sigma_i)` as 75% ellipses, the mean shift :math:`\mu_1 \to \mu_2` as
     an arrow, and fit 1 translated to :math:`\mu_2` (dashed): the transport first moves the mean, then reshapes
     the dashed ellipse into the second one. Right: a stacked bar of :math:`\lVert\mu_1-\mu_2\rVert^2` (mean part)
-    and :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)` (shape part) beside a bar of the cost of one explicit coupling,
+    and :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)` (covariance part) beside a bar of the cost of one explicit coupling,
     :math:`X \sim \mathcal N(\mu_1, \Sigma_1)` and :math:`Y = \mu_2 + T(X - \mu_1)` with the linear map
     :math:`T` of the book's ``eq-ch05-map`` (:func:`linear_map_coupling`), with their values. The two bars are
     computed independently: they agree because that coupling is optimal. Needs an invertible :math:`\Sigma_1`.
@@ -128,7 +128,7 @@ def w2_decomposition(X1, X2, *, labels=("text 1", "text 2"), title: str | None =
     mu1, mu2 = cloud_mean(N1), cloud_mean(N2)
     S1, S2 = cloud_covariance(N1), cloud_covariance(N2)
     mean_part = float(((mu1 - mu2) ** 2).sum())
-    shape_part = float(bures_wasserstein_sq(S1, S2))
+    covariance_part = float(bures_wasserstein_sq(S1, S2))
     w2, _ = linear_map_coupling(mu1.numpy(), S1.numpy(), mu2.numpy(), S2.numpy())
     m1, m2, C1, C2 = (t.numpy() for t in (mu1, mu2, S1, S2))
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, gridspec_kw={"width_ratios": (1.2, 1)})
@@ -148,15 +148,15 @@ def w2_decomposition(X1, X2, *, labels=("text 1", "text 2"), title: str | None =
     left.set_title("Gaussian fits of the normalised clouds;\narrow: the mean shift", fontsize=10)
     left.legend(fontsize=7, loc="best")
     right.bar([0], [mean_part], color="tab:gray", label=r"mean part $\|\mu_1-\mu_2\|^2$")
-    right.bar([0], [shape_part], bottom=[mean_part], color="tab:purple", label=r"shape part $\mathrm{BW}^2$")
+    right.bar([0], [covariance_part], bottom=[mean_part], color="tab:purple", label=r"covariance part $\mathrm{BW}^2$")
     right.bar([1], [w2], color="tab:green", label=r"cost of the coupling $Y = \mu_2 + T(X - \mu_1)$")
-    for y, text in ((mean_part / 2, f"{mean_part:.4f}"), (mean_part + shape_part / 2, f"{shape_part:.4f}")):
+    for y, text in ((mean_part / 2, f"{mean_part:.4f}"), (mean_part + covariance_part / 2, f"{covariance_part:.4f}")):
         right.text(0, y, text, ha="center", va="center", color="white", fontsize=9)
     right.text(1, w2 / 2, f"{w2:.4f}", ha="center", va="center", color="white", fontsize=9)
     right.set_xticks([0, 1], [r"$\|\mu_1-\mu_2\|^2 + \mathrm{BW}^2$", r"$\mathbb{E}\,\|X - Y\|^2$"])
-    right.set_ylim(0, 1.3 * max(w2, mean_part + shape_part))
+    right.set_ylim(0, 1.3 * max(w2, mean_part + covariance_part))
     right.legend(fontsize=8, loc="upper center", ncol=1)
-    right.set_title(f"{mean_part:.4f} + {shape_part:.4f} = {mean_part + shape_part:.4f};  coupling cost {w2:.4f}",
+    right.set_title(f"{mean_part:.4f} + {covariance_part:.4f} = {mean_part + covariance_part:.4f};  coupling cost {w2:.4f}",
                     fontsize=10)
     if title:
         fig.suptitle(title, fontsize=11)
