@@ -78,15 +78,20 @@ def _menus(driver) -> dict:
                                   s): s for s in selects}
 
 
+def _encoder_files() -> list:
+    """The committed per-encoder results files (the folder's text sets are in their own file, read once)."""
+    return [p for p in sorted(RESULTS.glob("*.json")) if p.name != "text-sets.json"]
+
+
 def _committed(encoder: str, text_set: str, kind: str | None = None) -> tuple[str, int]:
-    """The average SOCM (at 4 decimals, as the page prints it) and the number of pairs, from the committed file."""
-    for path in RESULTS.glob("*.json"):
+    """The average SOCM (at 4 decimals, as the page prints it) and the number of pairs, from the committed files."""
+    sets = {s["name"]: s for s in json.loads((RESULTS / "text-sets.json").read_text(encoding="utf-8"))["sets"]}
+    for path in _encoder_files():
         record = json.loads(path.read_text(encoding="utf-8"))
         if record["encoder"] == encoder:
-            s = record["sets"][text_set]
-            values = np.asarray(s["socm"])
+            values = np.asarray(record["values"][text_set]["socm"])
             if kind is not None:
-                values = values[np.asarray(s["kind"]) == kind]
+                values = values[np.asarray(sets[text_set]["pair_kinds"]) == kind]
             return f"{values.mean():.4f}", len(values)
     raise AssertionError(f"no committed results file for {encoder} in {RESULTS}")
 
@@ -98,7 +103,7 @@ def test_changing_encoder_b_shows_its_committed_average(page):
     assert set(menus) == {"encoder A", "encoder B", "texts", "pair kind (labelled pairs)"}, sorted(menus)
     encoder_b = Select(menus["encoder B"])
     options = [o.get_attribute("value") for o in encoder_b.options]
-    assert len(options) == len(list(RESULTS.glob("*.json"))) >= 3  # one choice per committed results file
+    assert len(options) == len(_encoder_files()) >= 3  # one choice per committed results file
     first = _averages(page)
     for slot in "AB":
         assert (first[slot][1], first["pairs"]) == _committed(first[slot][0], "corpus")
