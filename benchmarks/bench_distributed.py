@@ -123,6 +123,7 @@ def main(argv=None) -> int:
     record["versions"]["dask"] = distributed.__version__
     record["settings"] = {"seed": SEED, "d": D, "texts": n_texts, "pairs": pairs, "blocks": blocks,
                           "block_elems": 1 << 22, "workers": WORKERS, "threads_per_worker": 1, "runs": repeats,
+                          "scheduler_tasks": SCHEDULER_TASKS[args.quick],
                           "model": "T_k = S + F + (P c + B h) / k"}
     summary = lambda **kw: socm_lib.socm_summary(clouds, progress=False, **kw)  # noqa: E731
     cores = torch.get_num_threads()

@@ -18,9 +18,11 @@ real clouds of the first 1,000 texts of the embedded corpus under all-minilm-l6)
 and compares every figure with an independent float64 computation: one numpy SVD of
 A_i A_j^T per pair, no batching (``socm_lib.reference.lowrank_pairs``). Slow routes run on a subsample
 of pairs; socm_pairs is timed on exactly the same pairs in the same run, so the speed ratio
-is pair for pair. Every route is timed in its own fresh process: a route timed in a process that
-another route's thread pools and BLAS settings have been through can run tens of percent slower. It also measures the wall time and peak memory of all 499,500 pairs of
-1,000 texts, each in a fresh process, and profiles where that time goes.
+is pair for pair. Every route is timed in its own fresh process, so that none runs in a state that another
+route's thread pools and BLAS settings left behind; the paper's route, the targets' denominator, in several
+(each process's speed is recorded, and the speed-up is quoted from its fastest to its slowest process). It also
+measures the wall time and peak memory of all 499,500 pairs of 1,000 texts, each in a fresh process, and profiles
+where that time goes.
 
 Prints tables and writes ``benchmarks/results/metric.json`` (with ``--quick``, a temporary folder instead).
 """
@@ -61,7 +63,7 @@ DATASETS = {
 }
 PAPER_BATCH = {384: 16, 768: 8}
 #: Fresh processes that time the paper's route (the targets' denominator); full and quick runs. Its speed
-#: differs from process to process (on the development machine, by up to a quarter), so it is timed in several.
+#: differs from process to process (metric.json records each one's), so it is timed in several.
 PAPER_PROCESSES = {False: 5, True: 1}
 #: All-pairs runs per dataset (full run): three each, so that every all-pairs time has a median and a spread.
 ALLPAIRS_REPEATS = {False: {"synthetic d=384": 3, "synthetic d=768": 3, "corpus all-minilm-l6": 3}, True: None}

@@ -121,8 +121,11 @@ def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def _cpu_seconds() -> dict:
-    """Busy CPU seconds of the whole machine (all cores), of this process and its finished children, and steal."""
+def cpu_seconds() -> dict:
+    """Busy CPU seconds of the whole machine (all cores), of this process and its finished children, and steal.
+
+    The starting point of :func:`other_processes`.
+    """
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = {"own": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime, "wall": time.perf_counter()}
@@ -146,7 +149,7 @@ def header(script: str, quick: bool) -> dict:
     Also starts the count of CPU time used by *other* processes while the script runs (see :func:`finish`).
     """
     global _CPU_START
-    _CPU_START = _cpu_seconds()
+    _CPU_START = cpu_seconds()
     cmd = "python benchmarks/" + Path(script).name + (" --quick" if quick else "")
     return {
         "command": cmd,
@@ -186,19 +189,21 @@ def finish(record: dict, name: str, t0: float) -> Path:
     return path
 
 
-def other_processes() -> dict:
+def other_processes(since: dict | None = None) -> dict:
     """How many cores other processes kept busy, on average, since :func:`header` (0 on an idle machine).
 
     Machine-wide busy CPU time minus the CPU time of this script and its children, over the wall time;
     ``steal_cores`` is the time the hypervisor gave to other virtual machines. The 1-minute load
-    average cannot tell this: it counts the benchmark's own threads.
+    average cannot tell this: it counts the benchmark's own threads. ``since`` (a :func:`cpu_seconds`
+    reading) measures from another start than the header's (``scripts/rehearse.py`` times its projection so).
     """
-    if _CPU_START is None or _CPU_START["machine"] is None:
+    start = _CPU_START if since is None else since
+    if start is None or start["machine"] is None:
         return {"cores": None, "steal_cores": None, "busy": None}
-    end = _cpu_seconds()
-    wall = end["wall"] - _CPU_START["wall"]
-    others = (end["machine"] - _CPU_START["machine"]) - (end["own"] - _CPU_START["own"])
-    steal = end["steal"] - _CPU_START["steal"]
+    end = cpu_seconds()
+    wall = end["wall"] - start["wall"]
+    others = (end["machine"] - start["machine"]) - (end["own"] - start["own"])
+    steal = end["steal"] - start["steal"]
     cores = max(others, 0.0) / wall
     n = os.cpu_count() or 1
     return {"cores": round(cores, 2), "steal_cores": round(steal / wall, 2), "of_cores": n,

@@ -3,8 +3,9 @@ the book shows.
 
 Usage: python scripts/run_notebooks.py [notebooks/nb01_socm_by_hand.ipynb ...]   (default: all of them)
 
-Each run is recorded in notebooks/execution.json (date, seconds, library versions, model files, and the
-provenance of every encoder a notebook loaded: Hugging Face id and the commit of the snapshot used), and the
+Each run is recorded in notebooks/execution.json (date, seconds of that one run, the 1-minute load average when it
+started, library versions, model files, and the provenance of every encoder a notebook loaded: Hugging Face id and
+the commit of the snapshot used), and the
 book's pages that show that record, the status page (book/status.ipynb) and the lab times of the
 syllabus (book/teaching.ipynb), are re-executed last. The committed
 outputs are what nbval re-checks in CI and what the book shows.
@@ -17,6 +18,7 @@ the page load RequireJS and the widget manager for nothing.
 import datetime
 import hashlib
 import json
+import os
 import platform
 import sys
 import time
@@ -95,9 +97,10 @@ def run(path: Path, provenance: bool = False) -> tuple[float, list | None]:
 def main(paths) -> None:
     record = json.loads(RECORD.read_text()) if RECORD.exists() else {"notebooks": {}}
     for p in paths:
+        load = round(os.getloadavg()[0], 2)  # other work on the machine lengthens the run
         seconds, models = run(p, provenance=True)
         name = str(p.relative_to(ROOT))
-        record["notebooks"][name] = {"seconds": round(seconds, 1),
+        record["notebooks"][name] = {"seconds": round(seconds, 1), "load_average_1min_start": load,
                                      "executed": datetime.date.today().isoformat(), "models": models}
         print(f"{name}: {seconds:.0f} s", flush=True)
     record["notebooks"] = dict(sorted(record["notebooks"].items()))

@@ -238,3 +238,111 @@ def test_scaling_table_adds_the_summary_row_when_recorded(scaling):
     assert (last["texts"], last["pairs"]) == ("1,000", "499,500")
     assert last["peak MiB"] == benchmarking.mib(12.0)
     assert list(table["min-max s"].iloc[:3]) == [benchmarking.run_range(p["runs_s"]) for p in scaling["texts"]["points"]]
+
+
+# ----------------------------------------------------------------------------- speed-ups, ranges, sources
+def test_speedups_per_process_give_the_ratio_and_its_range():
+    route = {"pairs_per_s": 88.1, "pairs_per_s_per_process": [88.8, 88.1, 89.4, 81.8, 29.3],
+             "speed_ratio": 94441 / 88.1, "socm_pairs_per_s_same_pairs": 3000.0}  # the median process
+    speedups = benchmarking.speedups_per_process(route)
+    assert np.median(speedups) == pytest.approx(route["speed_ratio"], rel=1e-12)  # the median process's
+    assert (min(speedups), max(speedups)) == pytest.approx((94441 / 89.4, 94441 / 29.3), rel=1e-12)
+    assert benchmarking.speedups_per_process(route, same_pairs=True) == pytest.approx(
+        [3000.0 / x for x in route["pairs_per_s_per_process"]], rel=1e-12)
+
+
+def test_run_range_formats_any_figure_of_a_run():
+    assert benchmarking.run_range([1.08, 1.13, 1.11], benchmarking.rate) == "1.08-1.13"
+    assert benchmarking.run_range([2.5], benchmarking.rate) == "single run"
+
+
+def test_extraction_table_gives_the_range_of_the_per_run_ratios():
+    ours = {"route": "socm_lib.token_embeddings", "status": "ok", "tokens_per_s": 5837.0, "runs_s": [1.0, 1.0, 1.0],
+            "speed_ratio": 1.11, "speed_ratios_per_run": [1.11, 1.13, 1.08], "peak_mib": None, "max_abs_diff": 5e-6}
+    theirs = {"route": "sentence-transformers", "status": "ok", "tokens_per_s": 5216.0, "runs_s": [1.1, 1.1, 1.1],
+              "speed_ratio": 0.9, "peak_mib": None, "max_abs_diff": 5e-6}
+    table = benchmarking.extraction_table({"datasets": {"STS-B": {"n_texts": 500, "tokens": 5735,
+                                                                  "routes": [ours, theirs]}}})
+    assert list(table["speed-up min-max"]) == ["1.08-1.13", "-"] and list(table["runs"]) == ["3", "3"]
+
+
+def test_drawn_from_names_the_record_and_its_digest(tmp_path):
+    record = tmp_path / "scaling.json"
+    record.write_text('{"a": 1}\n')
+    line = benchmarking.drawn_from(record)
+    assert line.startswith("scaling.json sha256 ") and len(line.split()[-1]) == 64
+    record.write_text('{"a": 2}\n')
+    assert benchmarking.drawn_from(record) != line
+
+
+def _bench_scaling():
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(RESULTS.parent))
+    return importlib.import_module("bench_scaling")
+
+
+def _metric_record(quick=False):
+    return {"quick": quick, "date": "2026-12-05 10:00 UTC", "settings": {"seed": 0},
+            "datasets": {"synthetic d=384": {"n_texts": 1000, "allpairs": {
+                "pairs": 499500, "runs_s": [5.29, 5.25, 5.34], "median_s": 5.29, "peak_mib": 314.0, "threads": 2,
+                "load_average_1min": 1.8}}}}
+
+
+def test_the_scaling_point_of_1000_texts_is_the_metric_benchmarks(tmp_path):
+    """run_all.py reuses the metric benchmark's all-pairs runs for the scaling point of 1,000 texts: the same runs,
+    so the book has one figure for the computation; a quick metric.json is never reused."""
+    bench_scaling = _bench_scaling()
+    path = tmp_path / "metric.json"
+    path.write_text(json.dumps(_metric_record()))
+    point = bench_scaling.reusable_point(str(path), quick=False)
+    assert point["runs_s"] == [5.29, 5.25, 5.34] and point["median_s"] == 5.29 and (point["n_texts"], point["d"]) == (1000, 384)
+    assert "metric.json of 2026-12-05" in bench_scaling.metric_point_note(point, point)
+    path.write_text(json.dumps(_metric_record(quick=True)))
+    assert bench_scaling.reusable_point(str(path), quick=False) is None
+
+
+def test_a_scaling_run_alone_says_its_point_of_1000_texts_is_a_second_measurement(monkeypatch, tmp_path):
+    bench_scaling = _bench_scaling()
+    (tmp_path / "metric.json").write_text(json.dumps(_metric_record()))
+    monkeypatch.setattr(bench_scaling.common, "RESULTS_DIR", tmp_path)
+    note = bench_scaling.metric_point_note({"median_s": 8.46, "runs_s": [8.46, 8.1, 8.9]}, None)
+    assert note.startswith("measured by this run (8.46 s, runs 8.10 to 8.90), not taken from the metric benchmark")
+    assert "metric.json of 2026-12-05 10:00 UTC measured the same computation at 5.29 s (runs 5.25 to 5.34)" in note
+
+
+def test_committed_scaling_point_is_the_metric_benchmarks(committed):
+    """The point of 1,000 texts in scaling.json is the all-pairs measurement of metric.json: one figure for one
+    computation (the fifth edition showed 8.46 s from one run beside the metric's 5.29 s)."""
+    point = next(p for p in committed["scaling"]["texts"]["points"] if (p["n_texts"], p["d"]) == (1000, 384))
+    allpairs = committed["metric"]["datasets"]["synthetic d=384"]["allpairs"]
+    assert point["runs_s"] == allpairs["runs_s"] and point["median_s"] == allpairs["median_s"]
+    assert committed["scaling"]["settings"]["point_1000"].startswith("the all-pairs measurement of metric.json")
+
+
+def test_committed_scaling_figure_is_drawn_from_the_committed_record():
+    """scaling.png names the scaling.json it was drawn from (bench_scaling.py writes its SHA-256 into the PNG): a
+    figure left over from an earlier run (the fifth edition's, without bars or intervals) fails."""
+    from PIL import Image
+
+    with Image.open(RESULTS / "scaling.png") as png:
+        source = png.text.get("Source")
+    assert source == benchmarking.drawn_from(RESULTS / "scaling.json")
+
+
+def test_committed_ratios_and_projections_rest_on_repeated_runs():
+    """The extraction ratio of every text set, the exhaustive times the sampled benchmark predicts from, and the
+    cluster's costs come from at least three runs each."""
+    results = benchmarking.load_results(RESULTS, names=("extraction", "sampling", "distributed"))
+    for name, ds in results["extraction"]["datasets"].items():
+        ours = ds["routes"][0]
+        assert len(ours["speed_ratios_per_run"]) >= 3, name
+        assert ours["speed_ratio"] == pytest.approx(float(np.median(ours["speed_ratios_per_run"])), rel=1e-12), name
+    for p in results["sampling"]["points"]:
+        full = p["exhaustive"]
+        assert full["predicted"] or len(full["runs_s"]) >= 3, f"every pair of {p['n_texts']} texts: {full['runs_s']}"
+        assert all(len(t["runs"]) >= 3 for t in p["sampled"]), p["n_texts"]
+    dist = results["distributed"]
+    for key in ("single_one_core", "single_every_core", "cluster"):
+        assert len(dist[key]["runs_s"]) >= 3, key

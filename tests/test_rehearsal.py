@@ -55,11 +55,20 @@ def test_inject_sets_only_the_parameters_a_notebook_defines():
 
 
 def test_projection_scales_the_measured_parts(standin_hub):
-    p = rehearse.projection(n_texts=4, tile_to=12)
-    assert p["encoder"] == "bert [stand-in]" and p["d"] == 768
+    p = rehearse.projection(n_texts=4, tile_to=12, runs=3)
+    assert p["encoder"] == "bert [stand-in]" and p["d"] == 768 and p["pairs_timed"] == 66
     assert p["extraction_ms_per_text"] > 0 and p["socm_us_per_pair"] > 0
     assert p["protocol_extraction_s"] == pytest.approx(p["extraction_ms_per_text"], rel=0.01, abs=0.1)
     assert p["protocol_pairs_s"] == pytest.approx(0.4995 * p["socm_us_per_pair"], rel=0.01, abs=0.1)
+    # repeated warm runs, each projecting the protocol; the projection is their median, quoted with their range
+    assert p["runs"] == 3 and all(len(p[k]) == 3 for k in
+                                  ("extraction_ms_per_text_runs", "socm_us_per_pair_runs", "protocol_runs_s"))
+    assert p["extraction_ms_per_text"] == pytest.approx(float(np.median(p["extraction_ms_per_text_runs"])), abs=0.01)
+    assert p["protocol_runs_s"] == pytest.approx([a + 0.4995 * b for a, b in zip(p["extraction_ms_per_text_runs"],
+                                                                                p["socm_us_per_pair_runs"])], abs=0.2)
+    assert p["protocol_s"] == pytest.approx(float(np.median(p["protocol_runs_s"])), abs=0.1)
+    assert p["nb05_full_s"] == pytest.approx(4 * p["protocol_s"], abs=0.5)
+    assert p["load_average_1min_before"] >= 0 and "cores" in p["other_processes"]
 
 
 def test_rehearsal_of_notebooks_4_5_6(standin_hub, tmp_path):

@@ -7,6 +7,7 @@ scaling figure, so that the two never disagree. Nothing in this module times any
 * :func:`load_results` -- the three result files as dicts;
 * :func:`metric_table`, :func:`allpairs_table`, :func:`extraction_table`, :func:`scaling_table`,
   :func:`targets_table` -- tables as DataFrames of fixed-format strings;
+* :func:`speedups_per_process` -- socm_pairs' speed-up against each process that timed a slow route;
 * :func:`fit_power_law` -- the exponent :math:`b` of :math:`y \approx a x^b` (least squares in log-log), and
   :func:`exponent_interval`, its confidence interval;
 * :func:`plot_scaling` -- time and peak memory of ``socm_pairs`` against the number of texts and against ``d``.
@@ -48,12 +49,16 @@ def seconds(x) -> str:
     return "-" if x is None else f"{float(x):.2f}"
 
 
-def run_range(runs) -> str:
-    """The fastest and the slowest of repeated runs, ``"min-max"`` in seconds (``"single run"`` for one)."""
+def run_range(runs, show=seconds) -> str:
+    """The smallest and the largest figure of repeated runs, ``"min-max"`` (``"single run"`` for one).
+
+    ``runs`` are the runs' seconds, or a figure of each run such as a speed ratio; ``show`` formats one figure
+    (:func:`seconds` by default, :func:`rate` for ratios).
+    """
     runs = [float(r) for r in runs]
     if len(runs) == 1:
         return "single run"
-    return f"{min(runs):.2f}-{max(runs):.2f}"
+    return f"{show(min(runs))}-{show(max(runs))}"
 
 
 def mib(x) -> str:
@@ -74,27 +79,46 @@ def metric_table(metric: dict) -> pd.DataFrame:
 
     "socm_pairs speed-up" divides socm_pairs' pairs/s over every pair of the same texts by the route's
     pairs/s; "same pairs" divides socm_pairs' pairs/s when called on exactly the route's subsample
-    (fixed cost per call included) by the route's. Errors are against the float64 reference.
+    (fixed cost per call included) by the route's. A route timed in several fresh processes (the paper's) has
+    its speed-up's range, from its fastest process to its slowest (:func:`speedups_per_process`), and their
+    number. Errors are against the float64 reference.
     """
     rows = []
     for ds_name, ds in metric["datasets"].items():
         for r in ds["routes"]:
             if r.get("status", "ok") != "ok":
                 rows.append({"data": ds_name, "route": r["route"], "pairs": "-", "pairs/s": "-",
-                             "socm_pairs speed-up": r["status"], "same pairs": "-", "max abs err d_sigma": "-",
+                             "socm_pairs speed-up": r["status"], "speed-up min-max": "-", "processes": "-",
+                             "same pairs": "-", "max abs err d_sigma": "-",
                              "max rel err d_sigma": "-", "max rel err SOCM": "-", "non-finite": "-"})
                 continue
             e = r["errors"]
             same = r.get("speed_ratio_same_pairs")
+            processes = len(r.get("pairs_per_s_per_process", []))
             rows.append({
                 "data": ds_name, "route": r["route"], "pairs": f"{r['pairs']:,}", "pairs/s": rate(r["pairs_per_s"]),
                 "socm_pairs speed-up": "-" if r["speed_ratio"] is None else rate(r["speed_ratio"]) + "x",
+                "speed-up min-max": run_range(speedups_per_process(r), rate) + "x" if processes > 1 else "-",
+                "processes": str(processes) if processes else "-",
                 "same pairs": "-" if same is None else rate(same) + "x",
                 "max abs err d_sigma": sci(e["d_sigma"]["max_abs"]), "max rel err d_sigma": sci(e["d_sigma"]["max_rel"]),
                 "max rel err SOCM": sci(e["socm"]["max_rel"]),
                 "non-finite": str(max(e[k]["non_finite"] for k in ("d_mu", "d_sigma", "socm"))),
             })
     return pd.DataFrame(rows)
+
+
+def speedups_per_process(route: dict, same_pairs: bool = False) -> list[float]:
+    """socm_pairs' speed-up per pair against each fresh process that timed a d x d route of metric.json.
+
+    socm_pairs' pairs/s (over every pair, or with ``same_pairs`` on the route's own subsample) divided by each
+    process's pairs/s. With an odd number of processes their median is the route's recorded ``speed_ratio`` (the
+    denominator is the median process); the smallest is the speed-up against the route's fastest process and the
+    largest against its slowest.
+    """
+    per_process = route["pairs_per_s_per_process"]
+    socm = route["socm_pairs_per_s_same_pairs"] if same_pairs else route["speed_ratio"] * route["pairs_per_s"]
+    return [socm / x for x in per_process]
 
 
 def allpairs_table(metric: dict) -> pd.DataFrame:
@@ -125,18 +149,24 @@ def allpairs_table(metric: dict) -> pd.DataFrame:
 
 
 def extraction_table(extraction: dict) -> pd.DataFrame:
-    """One row per text set and extractor: texts, tokens, tokens/s, ratio, peak memory, largest difference."""
+    """One row per text set and extractor: texts, tokens, tokens/s, ratio, peak memory, largest difference.
+
+    The speed-up is the median of the per-run ratios (the two extractors alternate, one ratio a run); "speed-up
+    min-max" gives the smallest and the largest of them, "runs" their number.
+    """
     rows = []
     for ds_name, ds in extraction["datasets"].items():
         for r in ds["routes"]:
             if r.get("status", "ok") != "ok":
                 rows.append({"texts": ds_name, "extractor": r["route"], "n texts": f"{ds['n_texts']:,}",
                              "tokens": f"{ds['tokens']:,}", "tokens/s": "-", "socm_lib speed-up": r["status"],
-                             "peak MiB": "-", "max abs diff": "-"})
+                             "speed-up min-max": "-", "runs": "-", "peak MiB": "-", "max abs diff": "-"})
                 continue
+            per_run = r.get("speed_ratios_per_run")
             rows.append({
                 "texts": ds_name, "extractor": r["route"], "n texts": f"{ds['n_texts']:,}", "tokens": f"{ds['tokens']:,}",
                 "tokens/s": rate(r["tokens_per_s"]), "socm_lib speed-up": rate(r["speed_ratio"]) + "x",
+                "speed-up min-max": run_range(per_run, rate) if per_run else "-", "runs": str(len(r["runs_s"])),
                 "peak MiB": mib(r.get("peak_mib")), "max abs diff": sci(r.get("max_abs_diff")),
             })
     return pd.DataFrame(rows)
@@ -232,6 +262,19 @@ def _exponent_label(what: str, b: float, interval) -> str:
     if interval is None or not np.all(np.isfinite(np.asarray(interval, dtype=float))):
         return f"{what} (exponent {b:.2f})"
     return f"{what} (exponent {b:.2f} [{interval[0]:.2f}, {interval[1]:.2f}])"
+
+
+def drawn_from(record_path) -> str:
+    """The line a figure drawn from a result file carries in its metadata: the file's name and SHA-256.
+
+    ``benchmarks/bench_scaling.py`` writes it into ``scaling.png`` (PNG text chunk ``Source``), so that a test can
+    tell a figure drawn from the committed ``scaling.json`` from one left over from an earlier run.
+    """
+    import hashlib
+    from pathlib import Path
+
+    path = Path(record_path)
+    return f"{path.name} sha256 {hashlib.sha256(path.read_bytes()).hexdigest()}"
 
 
 def plot_scaling(scaling: dict):

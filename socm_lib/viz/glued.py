@@ -15,6 +15,8 @@ the committed notebooks:
   values of one quantity on one sample agree to their printed digits.
 * :func:`glue_timing` glues the median of the runs under the name and adds ``<name>_min``, ``<name>_max`` and
   ``<name>_runs``. The rule: the prose quotes the median with its minimum and maximum, or says it was a single run.
+  It serves every figure measured once per run, not only seconds: a speed ratio of two routes timed in turn is
+  glued from its per-run (or per-round) ratios, so that it too comes with its fastest and slowest run.
 
 The values are glued with ``display=False``, as every notebook of the book glues its numbers.
 """
@@ -89,8 +91,10 @@ def glue_stat(name: str, value, sample: Sample, quantity: str) -> None:
 def glue_timing(name: str, runs_s, scale: float = 1.0, digits: int = 4) -> None:
     """Glue the median of ``runs_s`` (seconds of repeated runs) times ``scale`` under ``name``, with its spread.
 
-    ``name_min`` and ``name_max`` are the fastest and the slowest run, ``name_runs`` their number; all values are
-    rounded to ``digits`` decimals after scaling (``scale=1e6 / pairs`` gives microseconds per pair).
+    ``name_min`` and ``name_max`` are the smallest and the largest of the runs' figures (for seconds, the fastest
+    and the slowest run), ``name_runs`` their number; all values are rounded to ``digits`` decimals after scaling
+    (``scale=1e6 / pairs`` gives microseconds per pair). ``runs_s`` may hold any figure measured once per run,
+    such as the speed ratio of two routes in each round that timed both.
     """
     runs = np.asarray(runs_s, dtype=np.float64).ravel()
     if runs.size == 0 or not np.all(np.isfinite(runs)) or np.any(runs < 0):
