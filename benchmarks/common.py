@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from socm_lib.checks import write_text
+
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -185,7 +187,7 @@ def finish(record: dict, name: str, t0: float) -> Path:
               f"(plus {other['steal_cores']:.2f} stolen by the hypervisor) while this benchmark ran: its timings are "
               "pessimistic and its speed ratios unreliable. Rerun on an idle machine.", file=sys.stderr)
     path = results_dir(record["quick"]) / f"{name}.json"
-    path.write_text(json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
+    write_text(path, json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
     return path
 
 

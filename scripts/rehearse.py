@@ -37,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 
+from socm_lib.checks import write_text
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # standins.py
 
@@ -267,7 +269,7 @@ def main(argv=None) -> int:
         os.environ.pop("MPLBACKEND", None)  # kernels must use their inline backend, or figures go missing
         out = Path(args.out) if args.out else Path(tmp) / "executed"
         record = rehearse(out, args.n_texts)
-    Path(args.record).write_text(json.dumps(record, indent=2) + "\n")
+    write_text(args.record, json.dumps(record, indent=2) + "\n", "--record")
     print(f"wrote {args.record}")
     status = ROOT / "book" / "status.ipynb"
     if not args.no_status and Path(args.record).resolve() == (ROOT / "notebooks" / "rehearsal.json").resolve():

