@@ -10,14 +10,17 @@ nothing more, so a plan can be inspected, counted, or sent to another process (:
 * listed pairs: grouped by bucket pair; a group that covers its grid (as :func:`socm_lib.socm_cross`'s pairs do) is
   cut into tiles of that grid (:class:`GridBlock`), any other goes pair by pair (:class:`ListedBlock`);
 * both are visited tile by tile of buckets (:func:`visit_key`), so that the factor cache of
-  :class:`socm_lib.factors.FactorCache` forms each bucket a few times, not once per block.
+  :class:`socm_lib.factors.FactorCache` forms each bucket a few times, not once per block;
+* a sparse list (few pairs among many texts, as a sampled estimate draws them) would still form whole buckets,
+  again and again, for a few pairs each: its blocks (pair by pair, or a tile of a few texts) form their own texts
+  alone instead (``own_texts``, :func:`own_texts`), when that forms fewer texts (:func:`forms_own_texts`).
 
 Each pair's numbers depend only on its own block's inputs, never on the order in which blocks run, nor on where.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,45 +41,71 @@ class RowBlock:
 
 @dataclass(frozen=True)
 class ListedBlock:
-    """The listed pairs at ``positions`` (texts of bucket ``a`` with texts of bucket ``b``), one product a pair."""
+    """The listed pairs at ``positions`` (texts of bucket ``a`` with texts of bucket ``b``), one product a pair; with
+    ``own_texts`` (a sparse list) it forms the factors of its pairs' texts alone instead of reading whole buckets."""
 
     a: int
     b: int
     positions: np.ndarray
+    own_texts: bool = False
 
 
 @dataclass(frozen=True)
 class GridBlock:
     """The listed pairs at ``positions``, each a text of ``rows`` (sorted texts of bucket ``a``) with one of ``cols``
-    (sorted texts of bucket ``b``): one product for the tile ``rows x cols``, from which each pair takes its own."""
+    (sorted texts of bucket ``b``): one product for the tile ``rows x cols``, from which each pair takes its own; with
+    ``own_texts`` (a sparse list) it forms the factors of ``rows`` and ``cols`` alone instead of reading whole
+    buckets."""
 
     a: int
     b: int
     positions: np.ndarray
     rows: np.ndarray
     cols: np.ndarray
+    own_texts: bool = False
 
 
 Block = RowBlock | ListedBlock | GridBlock
 
 
-def visit_key(bucket_bytes: list[int], tile_bytes: int):
-    """A sort key for bucket pairs ``(a, b)`` that lets a cache of ``2 tile_bytes`` bytes serve most blocks
-    (``bucket_bytes[b]``: bytes of bucket ``b``'s data in the cache).
+def reads_buckets(block: Block) -> bool:
+    """Whether ``block`` reads the whole data of its two buckets (from the factor cache): every block but those of a
+    sparse list, which form their own texts alone (``own_texts``: :func:`own_texts`)."""
+    return isinstance(block, RowBlock) or not block.own_texts
 
-    The buckets (shortest first) are cut into consecutive tiles of about ``tile_bytes``; the pairs of
-    tiles ``s <= t`` are visited row by row (``s`` fixed), every other row backwards (so that a backward
-    row starts with the tile the forward one ended on), and within two tiles the buckets of the first are
-    swept for each bucket of the second (so the second's buckets, each used for one sweep, are the ones
-    the cache drops). The same pairs in another order give the same numbers: each pair's result
-    depends only on its own factors.
-    """
+
+def own_texts(block: ListedBlock | GridBlock, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The texts of bucket ``a`` and of bucket ``b`` (each sorted, distinct) that ``block`` reads (``pairs``: the
+    listed pairs): its pairs' first and second texts, or a tile's ``rows`` and ``cols``."""
+    if isinstance(block, GridBlock):
+        return block.rows, block.cols
+    return np.unique(pairs[block.positions, 0]), np.unique(pairs[block.positions, 1])
+
+
+def bucket_tiles(bucket_bytes: list[int], tile_bytes: int) -> list[int]:
+    """The tile of each bucket: the buckets (shortest first) cut into consecutive tiles of about ``tile_bytes``
+    (``bucket_bytes[b]``: bytes of bucket ``b``'s data in the cache)."""
     tile, used, t = [], 0, 0
     for size in bucket_bytes:
         if used and used + size > tile_bytes:
             t, used = t + 1, 0
         tile.append(t)
         used += size
+    return tile
+
+
+def visit_key(bucket_bytes: list[int], tile_bytes: int):
+    """A sort key for bucket pairs ``(a, b)`` that lets a cache of ``2 tile_bytes`` bytes serve most blocks
+    (``bucket_bytes[b]``: bytes of bucket ``b``'s data in the cache).
+
+    The buckets are cut into tiles (:func:`bucket_tiles`); the pairs of
+    tiles ``s <= t`` are visited row by row (``s`` fixed), every other row backwards (so that a backward
+    row starts with the tile the forward one ended on), and within two tiles the buckets of the first are
+    swept for each bucket of the second (so the second's buckets, each used for one sweep, are the ones
+    the cache drops). The same pairs in another order give the same numbers: each pair's result
+    depends only on its own factors.
+    """
+    tile = bucket_tiles(bucket_bytes, tile_bytes)
 
     def key(a: int, b: int) -> tuple:
         a, b = min(a, b), max(a, b)
@@ -86,15 +115,34 @@ def visit_key(bucket_bytes: list[int], tile_bytes: int):
     return key
 
 
+def forms_own_texts(buckets: list[Bucket], blocks: list, tile: list[int]) -> bool:
+    """Whether the blocks of a list (:class:`ListedBlock`, :class:`GridBlock`) should form their own texts alone:
+    when that forms fewer texts (at most two a pair, or a tile's rows and columns) than the cache would form of the
+    buckets they touch.
+
+    In the order of :func:`visit_key`, with ``T`` tiles among those buckets (``tile``: each bucket's,
+    :func:`bucket_tiles`), a tile stays in the cache for its row of tiles and each other tile is formed once a row
+    it takes part in: about ``(T + 1) / 2`` formations of each text. A sample of pairs among many texts is the other
+    extreme: each text is touched by one or two pairs, and forming it for them alone is all it needs.
+    """
+    touched = {b.a for b in blocks} | {b.b for b in blocks}
+    through_cache = sum(len(buckets[b].members) for b in touched) * (len({tile[b] for b in touched}) + 1) / 2
+    alone = sum(len(b.rows) + len(b.cols) if isinstance(b, GridBlock) else 2 * len(b.positions) for b in blocks)
+    return alone < through_cache
+
+
 def plan_blocks(buckets: list[Bucket], pairs: np.ndarray | None, block_elems: int, *, d: int,
                 bucket_bytes: list[int], tile_bytes: int) -> list[Block]:
     """Every pair (``pairs=None``: all ``i < j``; else the listed ``(P, 2)`` pairs) as blocks of at most about
     ``block_elems`` cross-Gram entries (at least one text, or one pair), in the order of :func:`visit_key`
-    (``bucket_bytes``, ``tile_bytes``); ``d``: the factors' width."""
+    (``bucket_bytes``, ``tile_bytes``); ``d``: the factors' width. The blocks of a sparse list form their own
+    texts (:func:`forms_own_texts`)."""
     if pairs is None:
         blocks = _all_pair_blocks(buckets, block_elems)
     else:
         blocks = _listed_pair_blocks(buckets, pairs, block_elems, d)
+        if forms_own_texts(buckets, blocks, bucket_tiles(bucket_bytes, tile_bytes)):
+            blocks = [replace(block, own_texts=True) for block in blocks]
     key = visit_key(bucket_bytes, tile_bytes)
     return sorted(blocks, key=lambda block: key(block.a, block.b))  # stable: a pair's blocks in turn
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from .block_math import block_figures
-from .block_plan import Block, plan_blocks
+from .block_plan import Block, own_texts, plan_blocks, reads_buckets
 from .checks import as_bool, as_device, as_dtype, as_number
 from .factors import BucketData, FactorCache, Prepared, prepare
 from .memory import Footprint
@@ -126,9 +127,14 @@ class Engine:
     use_torch: bool  # the batched-torch path (every GPU run; on the CPU when backend="torch")
 
     @property
+    def n_texts(self) -> int:
+        """The number of texts ``N``."""
+        return len(self.prepared.clouds)
+
+    @functools.cached_property
     def means(self) -> np.ndarray:
-        """``(N, d)`` normalised means, float64."""
-        return self.prepared.means
+        """``(N, d)`` normalised means, float64 (formed on first use)."""
+        return self.prepared.means()
 
     @property
     def traces(self) -> np.ndarray:
@@ -148,6 +154,18 @@ class Engine:
     def bucket(self, index: int) -> BucketData:
         """The data of bucket ``index`` (from the cache)."""
         return self.cache(self.buckets[index])
+
+    def block_data(self, block: Block, pairs: np.ndarray | None) -> tuple[BucketData, BucketData]:
+        """The data of ``block``'s two buckets: from the cache, or, for a block of a sparse list (``own_texts``),
+        formed for the texts it reads alone (:func:`socm_lib.block_plan.own_texts`; ``pairs``: the listed pairs)."""
+        if reads_buckets(block):
+            return self.bucket(block.a), self.bucket(block.b)
+        first, second = own_texts(block, pairs)
+        A, B = self.buckets[block.a], self.buckets[block.b]
+        if block.a == block.b:
+            data = self.cache.form(A, np.union1d(first, second))
+            return data, data
+        return self.cache.form(A, first), self.cache.form(B, second)
 
     def plan(self, pairs: np.ndarray | None, block_elems: int) -> list[Block]:
         """The blocks of ``pairs`` (``None``: all ``i < j``), in the order that serves the cache best."""
@@ -200,11 +218,9 @@ def run_blocks(engine: Engine, pairs: np.ndarray | None, block_elems: int, consu
     """
     blocks = engine.plan(pairs, block_elems)
     lock = threading.Lock()
-    n_texts = len(engine.means)
 
     def run(block: Block) -> int:
-        figures = block_figures(block, engine.bucket(block.a), engine.bucket(block.b), pairs, n_texts,
-                                engine.use_torch)
+        figures = block_figures(block, *engine.block_data(block, pairs), pairs, engine.n_texts, engine.use_torch)
         with lock:
             consume(*figures)
         return len(figures[0])

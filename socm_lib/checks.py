@@ -100,7 +100,7 @@ def as_cloud(x, name: str = "cloud", compact: bool = False) -> torch.Tensor:
         raise ValueError(f"{name} has shape {tuple(t.shape)}; it needs at least one token and one dimension.")
     keep = {torch.float32: torch.float32, torch.float16: torch.float32, torch.bfloat16: torch.float32}
     t = t.to(device="cpu", dtype=keep.get(t.dtype, torch.float64) if compact else torch.float64)
-    if not bool(torch.isfinite(t).all()):
+    if not np.isfinite(t.numpy()).all():  # numpy's test: the same answer, at a fraction of the cost on small clouds
         bad = int((~torch.isfinite(t)).any(dim=1).nonzero()[0, 0])
         raise ValueError(
             f"{name} contains NaN or inf (first at token {bad}); check the encoder output or the data "

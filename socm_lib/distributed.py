@@ -3,7 +3,8 @@ r"""The streamed summary on a Dask cluster: the same blocks, the same numbers (b
 :func:`socm_lib.socm_summary` with ``client=`` (a ``distributed.Client``) runs here. The client plans the blocks as
 the single process does (:meth:`socm_lib.block_runner.Engine.plan`), forms each bucket's data once
 (:class:`socm_lib.factors.BucketData`: every text's factor, mean and trace) and scatters it to the cluster, with the
-listed pairs and the tally's specification (:class:`socm_lib.tally.TallySpec`); every block is then one task,
+listed pairs and the tally's specification (:class:`socm_lib.tally.TallySpec`); a block of a sparse list takes the
+data of its own texts along instead (:func:`socm_lib.block_plan.reads_buckets`); every block is then one task,
 :func:`socm_lib.block_math.block_figures` on a worker, which sends back the block's tally
 (:meth:`socm_lib.tally.TallySpec.of_block`), and the client merges the tallies as they finish, advancing the
 progress bar by each block's pairs. A block's numbers depend only on its two buckets' data, and tallies merge exactly
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 
 from .block_math import block_figures
+from .block_plan import reads_buckets
 from .block_runner import Engine, process_settings
 from .config import config_context, get_config
 from .factors import BucketData
@@ -106,14 +108,15 @@ def run_on_cluster(client, engine: Engine, pairs: np.ndarray | None, block_elems
                          f"{str(engine.device)!r}; pass device='cpu' (or leave it None).")
     blocks = engine.plan(pairs, block_elems)
     data = _Scattered(client, engine, pairs, tally.spec)
-    settings, n_texts, dtype = get_config(), len(engine.means), engine.cache.dtype
+    settings, n_texts, dtype = get_config(), engine.n_texts, engine.cache.dtype
     block_of, tries = {}, [0] * len(blocks)
 
     def submit(k: int):
         block = blocks[k]
-        future = client.submit(_block_task, block, data[("bucket", block.a)], data[("bucket", block.b)],
-                               None if pairs is None else data["pairs"], n_texts, engine.use_torch, dtype,
-                               data["spec"], settings, pure=False)
+        A, B = (data[("bucket", block.a)], data[("bucket", block.b)]) if reads_buckets(block) else \
+            engine.block_data(block, pairs)  # a sparse list's block takes its own texts' data along
+        future = client.submit(_block_task, block, A, B, None if pairs is None else data["pairs"], n_texts,
+                               engine.use_torch, dtype, data["spec"], settings, pure=False)
         block_of[future.key] = k
         return future
 

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 from .checks import as_int
+from .factors import FORMING_ELEMS
 
 #: Memory of :func:`socm_lib.socm_pairs`'s results per pair: ``i, j, d_mu, d_sigma, socm`` (40 bytes), the
 #: ``(P, 2)`` index pairs (16) and the temporaries of building them (about 24).
@@ -111,19 +112,22 @@ def block_bytes(run: Footprint, block_elems: int) -> int:
       against a whole bucket (all pairs: :math:`L \max_b n_b L_b` entries, ``L`` the tallest padded factor)
       or one pair (listed pairs: :math:`L^2`), held twice (the product and its copy: the pairs above the diagonal
       of one bucket, or the contiguous batch of the torch path).
-    * The factors gathered for listed pairs: at most ``max(4 block_elems, 2 L d)`` entries.
+    * The factors gathered for listed pairs, and the factors of its own texts that a block of a sparse list forms
+      (:func:`socm_lib.block_plan.forms_own_texts`): each at most ``max(4 block_elems, 2 L d)`` entries.
     * The SVD's workspace: on the numpy path LAPACK takes one matrix at a time (a copy, ``L^2``, and ``gesdd``'s
       work, under ``8 L``); on the torch path the batched Jacobi (:mod:`socm_lib.jacobi`) holds about six copies
       of the batch (scaled, rotated, permuted and the temporaries of one step), ``torch.linalg.svdvals`` one.
-    * Forming one text's factor (:func:`socm_lib.factors.factor`): float64 copies of the cloud, centred, summed, its
-      Helmert rows and their QR workspace, under ``6 n d`` entries for the longest text's ``n`` tokens.
+    * Forming factors (:class:`socm_lib.factors.FactorCache`): clouds of one length in batches of at most
+      :data:`~socm_lib.factors.FORMING_ELEMS` entries, or one cloud; the batch, at unit scale, centred, its factors
+      and the workspace of a long cloud's QR: under ``6 max(FORMING_ELEMS, n d)`` entries for the longest text's ``n``
+      tokens.
     """
     L, d = run.rows, run.d
     cross = max(block_elems, L * run.widest)
-    gathered = max(4 * block_elems, 2 * L * d)
+    listed = 2 * max(4 * block_elems, 2 * L * d)
     svd = 6 * cross if run.use_torch else L * L + 8 * L
-    forming = 6 * run.tokens * d
-    return (2 * cross + gathered + svd + forming) * max(run.itemsize, 8)
+    forming = 6 * max(FORMING_ELEMS, run.tokens * d)
+    return (2 * cross + listed + svd + forming) * max(run.itemsize, 8)
 
 
 def memory_estimate(n_pairs: int, run: Footprint, block_elems: int) -> int:

@@ -124,7 +124,7 @@ def _socm_pairs(clouds, pairs, *, normalize, device, dtype, backend, bucket_tole
     block_elems, progress = as_block_elems(block_elems), as_progress(progress)
     engine = prepare_engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
                             bucket_tolerance=bucket_tolerance, name=name)
-    n = len(engine.means)
+    n = engine.n_texts
     pairs, n_pairs = as_pair_set(pairs, n)
     listed = pairs is not None
     require_memory(memory_estimate(n_pairs, engine.footprint(), block_elems),

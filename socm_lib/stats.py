@@ -14,6 +14,9 @@ computes in float64.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from .checks import as_cloud
@@ -35,38 +38,52 @@ def cloud_covariance(X) -> torch.Tensor:
 MEAN_TOLERANCE = 1e-6
 
 
+def unit_powers(top) -> np.ndarray:
+    r"""For each largest magnitude ``top`` (float64), the power of two :math:`s = 2^k` with ``top / s`` in
+    :math:`[1, 2)`, or 1 where ``top`` is 0; read exactly from the exponent (``frexp``)."""
+    top = np.asarray(top, dtype=np.float64)
+    return np.where(top > 0, np.ldexp(1.0, np.frexp(top)[1] - 1), 1.0)
+
+
 def unit_scale(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""``(X / s, s)`` with :math:`s = 2^k` the power of two that brings the largest entry into :math:`[1, 2)`.
+    r"""``(X / s, s)`` with :math:`s = 2^k` the power of two that brings the largest entry into :math:`[1, 2)`
+    (:func:`unit_powers`).
 
     Dividing by a power of two is exact, so the scaled cloud carries the same digits; its sums of squares
     can neither overflow (entries of 1e307) nor underflow (subnormal entries of 1e-310). Every statistic that
     is scale-free (the normalised mean and factors, the concentration ratio) is formed from ``X / s``.
     """
-    top = X.abs().max()
-    if not bool(top > 0):
-        return X, torch.ones((), dtype=X.dtype)
-    s = torch.ldexp(torch.ones((), dtype=X.dtype), torch.frexp(top).exponent - 1)
-    return X / s, s
+    top = float(X.abs().max())
+    s = torch.tensor(float(unit_powers(top)), dtype=X.dtype)
+    return (X / s, s) if top > 0 else (X, s)
 
 
-def _scaled_mean_norm(Y: torch.Tensor, name: str) -> torch.Tensor:
-    r""":math:`\lVert\mu(Y)\rVert` of a cloud already brought to unit scale by :func:`unit_scale`, refused when it
-    vanishes relative to the tokens' RMS norm :math:`(\frac1n\sum_j\lVert y_j\rVert^2)^{1/2}`."""
-    norm = torch.linalg.vector_norm(Y.mean(dim=0))
-    rms = torch.sqrt((Y * Y).sum(dim=1).mean())
-    if not bool(norm > 0):
+def scaled_mean(Y: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""``(mu, ||mu||)``: :math:`\mu(Y)` of a cloud already brought to unit scale by :func:`unit_scale` and its norm,
+    refused when the norm vanishes relative to the tokens' RMS norm :math:`(\frac1n\sum_j\lVert y_j\rVert^2)^{1/2}`.
+
+    Every entry of ``Y`` is below 2 in magnitude, so the RMS norm is at most :math:`2\sqrt d` (its round-off, under
+    :math:`(n + d)\,\varepsilon` relative, well inside the margin of :math:`10^{-6}` used here): a norm above
+    :data:`MEAN_TOLERANCE` times that passes the test without computing the RMS norm, with the same verdict.
+    """
+    mu = Y.mean(dim=0)
+    norm = torch.linalg.vector_norm(mu)
+    value = float(norm)
+    if not value > 0:
         raise ValueError(
             f"{name} has a zero mean vector, so it cannot be normalised by its mean's norm; "
             "pass normalize=False or check that the tokens are not all zero / exactly cancelling."
         )
-    if not bool(norm > MEAN_TOLERANCE * rms):
-        raise ValueError(
-            f"{name} has a mean whose norm is {float(norm / rms):.1e} of its tokens' RMS norm (at most "
-            f"{MEAN_TOLERANCE:g} is refused): the tokens cancel out (were they centred beforehand?), so the mean is "
-            "round-off and dividing by its norm would blow the cloud up by an arbitrary factor. Pass the clouds as "
-            "the encoder gives them, or normalize=False."
-        )
-    return norm
+    if not value > MEAN_TOLERANCE * 2.0 * (1.0 + 1e-6) * math.sqrt(Y.shape[1]):
+        rms = float(torch.sqrt((Y * Y).sum(dim=1).mean()))
+        if not value > MEAN_TOLERANCE * rms:
+            raise ValueError(
+                f"{name} has a mean whose norm is {value / rms:.1e} of its tokens' RMS norm (at most "
+                f"{MEAN_TOLERANCE:g} is refused): the tokens cancel out (were they centred beforehand?), so the mean "
+                "is round-off and dividing by its norm would blow the cloud up by an arbitrary factor. Pass the "
+                "clouds as the encoder gives them, or normalize=False."
+            )
+    return mu, norm
 
 
 def mean_norm(X: torch.Tensor, name: str) -> torch.Tensor:
@@ -77,7 +94,7 @@ def mean_norm(X: torch.Tensor, name: str) -> torch.Tensor:
     times the tokens' RMS norm is refused with the reason (it is round-off, not a direction).
     """
     Y, s = unit_scale(X)
-    norm = _scaled_mean_norm(Y, name) * s
+    norm = scaled_mean(Y, name)[1] * s
     if not bool(torch.isfinite(norm)):
         raise ValueError(
             f"{name} has a mean whose norm ({float(norm)}) is not a finite float64; rescale the cloud first."
@@ -89,7 +106,7 @@ def normalized_mean_and_scale(X: torch.Tensor, name: str) -> tuple[torch.Tensor,
     r"""``(Y, 1 / ||mu(Y)||)`` with ``Y = X / s`` (:func:`unit_scale`): :math:`X/\lVert\mu(X)\rVert = Y/\lVert\mu(Y)\rVert`
     formed without ever squaring the entries of ``X`` itself."""
     Y, _ = unit_scale(X)
-    return Y, 1.0 / _scaled_mean_norm(Y, name)
+    return Y, 1.0 / scaled_mean(Y, name)[1]
 
 
 def normalize_cloud(X) -> torch.Tensor:

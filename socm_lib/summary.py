@@ -99,7 +99,7 @@ def _range_sample(n: int, pairs: np.ndarray | None, n_pairs: int) -> tuple[np.nd
 
 def _sampled_ranges(engine, pairs: np.ndarray | None, n_pairs: int, block_elems: int, bounds: dict) -> dict:
     """Histogram ranges ``{name: (low, high)}`` from the pre-pass of :func:`_range_sample` (module docstring)."""
-    sample, complete = _range_sample(len(engine.means), pairs, n_pairs)
+    sample, complete = _range_sample(engine.n_texts, pairs, n_pairs)
     values = {k: np.empty(len(sample)) for k in FIELDS}
 
     def keep(positions, i, j, d_mu, d_sigma, socm):
@@ -255,7 +255,7 @@ def socm_summary(
         device = "cpu" if device is None else device
     engine = prepare_engine(clouds, normalize=normalize, device=device, dtype=dtype, backend=backend,
                             bucket_tolerance=bucket_tolerance)
-    n = len(engine.means)
+    n = engine.n_texts
     pairs, n_pairs = as_pair_set(pairs, n)
     bounds, given = _ranges(engine.means, engine.traces), _histogram_ranges(range)
     sampled = _sampled_ranges(engine, pairs, n_pairs, block_elems, bounds) if set(FIELDS) - set(given) else {}

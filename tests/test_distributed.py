@@ -1,8 +1,8 @@
 """socm_summary on a Dask cluster (socm_lib.distributed): a LocalCluster of two worker processes gives the summary of
 the single process bit for bit (counts, sums, histograms, median, extreme pairs), for all pairs of ragged and long
-clouds, for listed pairs over a few thousand texts (pair by pair and grid tiles), with the median exact or from its
-fine histogram, and when a worker is killed during the run; without dask[distributed], client= says what to
-install."""
+clouds, for listed pairs over a few thousand texts (pair by pair and grid tiles, from whole buckets or from each
+block's own texts), with the median exact or from its fine histogram, and when a worker is killed during the run;
+without dask[distributed], client= says what to install."""
 
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def client():
 CASES = {
     "all pairs, ragged and long": (CLOUDS[:300] + [CLOUDS[k] for k in LONG], None, {}),
     "listed pairs over 3,003 texts": (CLOUDS, listed_pairs(40_000), {}),
+    "a sparse list over 3,003 texts (blocks that form their own texts)": (CLOUDS, listed_pairs(1000), {}),
     "grid of 100 x 200 texts": (CLOUDS[:300], np.array([(a, b) for a in range(100) for b in range(100, 300)]), {}),
     "fine-histogram median": (CLOUDS[:300], None, {"exact_median_limit": 1000}),
 }
