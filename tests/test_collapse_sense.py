@@ -193,10 +193,6 @@ def test_the_concentration_rules_accept_the_books_senses(text):
     assert concentration_misuses(text) == []
 
 
-@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
-def test_concentration_has_one_sense(path):
-    wrong = concentration_misuses(markdown(path))
-    assert not wrong, f"{path.name}: 'concentration' in two senses, or 'concentrated' read from c <= 2: {wrong}"
 
 
 # -- The range guarantee's condition, and the reading of a high SOCM --------------------------------------------------
@@ -263,6 +259,8 @@ def test_the_range_rules_accept_the_conditioned_statements(text):
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
-def test_the_range_guarantee_and_a_high_socm_are_read_with_their_conditions(path):
-    wrong = range_and_reading_misstatements(markdown(path))
-    assert not wrong, f"{path.name}: {wrong}"
+def test_concentration_has_one_sense_and_the_range_guarantee_its_condition(path):
+    text = markdown(path)
+    wrong = concentration_misuses(text) + range_and_reading_misstatements(text)
+    assert not wrong, (f"{path.name}: 'concentration' in two senses, 'concentrated' read from c <= 2, the range "
+                       f"guarantee's condition misstated, or a high SOCM read without d_Sigma <= 1: {wrong}")
