@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from student_edition import SOLUTION_TAG, YourTurnPreprocessor  # noqa: E402  (the one definition of each)
 
 ROOT = Path(__file__).resolve().parent.parent
-COPIED = ["_toc.yml", "book", "benchmarks/results", "scripts/book_macros.py", "scripts/book_accessibility.py"]
+COPIED = ["_toc.yml", "book", "benchmarks/results", "scripts/book_macros.py", "scripts/book_accessibility.py",
+          "scripts/book_bibliography.py"]
 LEFT_OUT = ["instructor"]  # instructor material (rubrics) never enters the student tree
 # a solution directive of a chapter, from its opening fence to the closing fence of the same length
 SOLUTION = re.compile(r"^(`{3,}|:{3,})\{solution\}.*?^\1[ \t]*(\n|\Z)", re.M | re.S)

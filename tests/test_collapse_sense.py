@@ -17,9 +17,17 @@ low, and is called concentration. The checks, on every chapter and on the Markdo
 ("norm variation inflates concentration": the tokens are *less* concentrated; "low concentration explains the low
 SOCM": they are *more*). So the quantity is always called the concentration ratio (high or low, rising or falling), and
 the bare word names only the phenomenon, as "token concentration" (tokens close to their mean, in the English sense).
-And "concentrated" is not defined by a threshold of 2: :math:`c \le 2` is the range guarantee's condition
-(Theorem 4.3), which BERT (1.63) and the untrained control meet although their tokens are not concentrated; no sentence
-that calls texts concentrated (or not) argues from that threshold or from the guarantee.
+And "concentrated" is not defined by a threshold of 2: the range guarantee's condition is
+:math:`c_1 + c_2 \le 4` (``thm-ch04-range``; both :math:`c \le 2` is one way to meet it), which two texts at BERT's
+ratio (1.63) or the untrained control's meet although their tokens are not concentrated; no sentence that calls texts
+concentrated (or not) argues from that threshold or from the guarantee. Nor does a sentence call :math:`c \le 2`, or
+a ratio above 2, the guarantee's threshold or condition without the sum :math:`c_1 + c_2` it is really about.
+
+A collapsed pair is read with its condition. A high SOCM says that mean pooling maps two different token clouds to
+nearby points only while :math:`d_\Sigma \le 1`: beyond that a large :math:`d_\Sigma` can make SOCM high on its own
+(Chapter 3, "Reading SOCM", measures it). So a sentence that reads a high SOCM as close means ("exactly when",
+"only when", "signals", "therefore") states :math:`d_\Sigma \le 1` or :math:`c_1 + c_2 \le 4` in its paragraph.
+Both rules read every page and every notebook's Markdown.
 """
 
 from __future__ import annotations
@@ -185,7 +193,74 @@ def test_the_concentration_rules_accept_the_books_senses(text):
     assert concentration_misuses(text) == []
 
 
+
+
+# -- The range guarantee's condition, and the reading of a high SOCM --------------------------------------------------
+
+#: A threshold of 2 on one ratio: "$c \le 2$", "$c_1 > 2$", "a ratio above 2", "both ratios are at most 2".
+ONE_RATIO_TWO = re.compile(r"\bc(?:_\w)?\s*(?:<|>|\\le|\\ge|\\leq|\\geq|≤|≥)\s*2\b"
+                           r"|\b(?:ratios?|c)\b[^.;]{0,30}?\b(?:above|below|exceeds?|exceeding|at most|over|under|beyond)\s+2\b",
+                           re.I)
+#: The range guarantee, by name, by its label, or as "the threshold".
+GUARANTEE = re.compile(r"\bguarantee|thm-ch04-range|\bthreshold\b", re.I)
+#: The guarantee's real condition, on the sum of the two ratios.
+RATIO_SUM = re.compile(r"c_1\s*\+\s*c_2\s*(?:\\le|\\leq|≤|>|\\ge|<)\s*4|add up to (?:at most|more than) 4", re.I)
+HIGH = re.compile(r"\b(?:high|higher|highest|large|larger|largest)\b", re.I)
+NEAR = re.compile(r"\bnearby\b|\bclose together\b|\bmeans? (?:are |is )?close\b|[\"“]similar[\"”]", re.I)
+#: Words that read a high SOCM back as close means (the converse of "close means and different clouds give a high SOCM").
+CONVERSE = re.compile(r"\bexactly when\b|\bonly when\b|\bsignals?\b|\btherefore\b|\bwhich mean pooling (?:maps|places)\b"
+                      r"|\bare those\b|\bmeans that\b|\bindicates?\b", re.I)
+#: The condition under which that reading holds.
+READING_CONDITION = re.compile(r"\\dSigma\s*\\le\s*1|c_1\s*\+\s*c_2\s*\\le\s*4|range guarantee", re.I)
+
+
+def range_and_reading_misstatements(text: str) -> list[str]:
+    """Sentences that give the range guarantee a threshold on one ratio, or read a high SOCM without its condition."""
+    found = []
+    for paragraph in paragraphs(re.sub(r"\n(?=\|)", "\n\n", text)):  # each row of a table is a paragraph of its own
+        for sentence in sentences(paragraph):
+            if ONE_RATIO_TWO.search(sentence) and GUARANTEE.search(sentence) and not RATIO_SUM.search(sentence):
+                found.append(f"the range guarantee's condition as one ratio's threshold 2: {sentence[:140]}")
+            if (HIGH.search(sentence) and NEAR.search(sentence) and CONVERSE.search(sentence)
+                    and not READING_CONDITION.search(paragraph)):
+                found.append(f"a high SOCM read as close means without d_Sigma <= 1: {sentence[:140]}")
+    return found
+
+
+@pytest.mark.parametrize("text", [
+    "The threshold $c \\le 2$ of the range guarantee, which BERT's final layer meets, is not that line.",   # intro, 6th ed.
+    "The threshold $c \\le 2$ of {prf:ref}`thm-ch04-range` is the condition of the range guarantee only.",  # notation
+    "A share of 0.48 of the texts has a ratio above 2, the threshold of the range guarantee.",             # nb02
+    "A high SOCM therefore signals that mean pooling has mapped two texts with clearly different token geometry to "
+    "nearby points.",                                                                                       # ch03
+    "SOCM is large exactly when mean pooling says \"similar\" while the token geometry says \"different\".",  # ch05
+    "It is large exactly when mean pooling maps two texts with clearly different token geometry to nearby points.",
+    "| word | sense |\n|---|---|\n| collapsed pair | a pair with a high SOCM, which mean pooling maps to nearby points "
+    "although the clouds differ |\n| concentrated | not the range guarantee's condition $c_1 + c_2 \\le 4$ |",  # notation
+    "As long as $\\dSigma \\le 1$, both factors are at most 1.\n\nA high SOCM therefore signals that mean pooling "
+    "maps the two texts to nearby points.",                           # the condition in another paragraph
+])
+def test_the_range_rules_catch_the_sixth_editions_statements(text):
+    assert range_and_reading_misstatements(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The range guarantee's condition, $c_1 + c_2 \\le 4$ (met, for instance, when both ratios are at most 2), is "
+    "not that line.",
+    "A pair whose concentration ratios add up to more than 4, for example two texts with $c > 2$, is not covered by "
+    "the guarantee.",
+    "While $\\dSigma \\le 1$, a high SOCM therefore signals that mean pooling has mapped two texts to nearby points.",
+    "As long as $\\dSigma \\le 1$, the product is large only when both factors are. A high SOCM therefore signals "
+    "that mean pooling maps the two texts to nearby points.",
+    "SOCM is high when the means are close and the covariances differ, so a high value can come from either factor.",
+])
+def test_the_range_rules_accept_the_conditioned_statements(text):
+    assert range_and_reading_misstatements(text) == []
+
+
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
-def test_concentration_has_one_sense(path):
-    wrong = concentration_misuses(markdown(path))
-    assert not wrong, f"{path.name}: 'concentration' in two senses, or 'concentrated' read from c <= 2: {wrong}"
+def test_concentration_has_one_sense_and_the_range_guarantee_its_condition(path):
+    text = markdown(path)
+    wrong = concentration_misuses(text) + range_and_reading_misstatements(text)
+    assert not wrong, (f"{path.name}: 'concentration' in two senses, 'concentrated' read from c <= 2, the range "
+                       f"guarantee's condition misstated, or a high SOCM read without d_Sigma <= 1: {wrong}")
