@@ -81,7 +81,7 @@ def test_paired_interval_resolves_what_the_independent_one_cannot():
     low, high = downstream.bootstrap_paired_diff_ci(a, b)
     assert high < 0
     assert np.mean(a - b) == pytest.approx(np.mean(a) - np.mean(b))
-    assert (low, high) == pytest.approx(downstream.bootstrap_ci(a - b), rel=1e-12)  # the mean: the differences' interval
+    assert (low, high) == pytest.approx(downstream.bootstrap_ci(a - b), rel=1e-12)  # the differences' interval
     low_ind, high_ind = downstream.bootstrap_diff_ci(a, b)
     assert low_ind < 0 < high_ind
     with pytest.raises(ValueError, match="one of each per unit"):
