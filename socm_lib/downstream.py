@@ -7,7 +7,8 @@ Small helpers shared by the two notebooks:
 * SOCM of listed text pairs with the mean-pooled cosine and token counts beside it (:func:`pair_frame`);
 * Spearman's rho (:func:`spearman`) and the separation of two samples (:func:`separation`);
 * uncertainty and effect sizes for the labelled pair kinds: percentile-bootstrap intervals
-  (:func:`bootstrap_ci`, :func:`bootstrap_diff_ci`, :func:`spearman_ci`), Cliff's delta
+  (:func:`bootstrap_ci`, :func:`bootstrap_diff_ci`, :func:`bootstrap_paired_diff_ci`,
+  :func:`spearman_ci`), Cliff's delta
   (:func:`cliffs_delta`), per-kind tables and contrasts (:func:`kind_ci_table`, :func:`kind_contrasts`),
   and the lexical overlap of a pair (:func:`lexical_overlap`), the confound of the labelled kinds.
 
@@ -196,14 +197,36 @@ def bootstrap_diff_ci(a, b, stat=np.mean, *, n_resamples: int = 2000, level: flo
     return _percentile_interval(_replicates(stat, a[ia]) - _replicates(stat, b[ib]), level)
 
 
+def bootstrap_paired_diff_ci(a, b, stat=np.mean, *, n_resamples: int = 2000, level: float = 0.95,
+                             seed: int = 0) -> tuple[float, float]:
+    r"""Percentile bootstrap interval of :math:`\text{stat}(a) - \text{stat}(b)` for paired samples.
+
+    ``a[k]`` and ``b[k]`` are measured on the same unit (the same base sentence, negated two ways), so the units are
+    resampled, not the two samples apart: one draw of :math:`n` indices (``numpy.random.default_rng(seed).integers(0,
+    n, (B, n))``) picks both values of each unit, :math:`\hat\Delta^{*b} = \text{stat}(a^{*b}) - \text{stat}(b^{*b})`,
+    and the interval is the :math:`\alpha`, :math:`1-\alpha` percentiles, :math:`\alpha = (1-\text{level})/2`
+    (``scipy.stats.bootstrap`` with ``paired=True``). For the mean this is :func:`bootstrap_ci` of the differences
+    :math:`a_k - b_k`. Resampling the units keeps what the two values of a unit share out of the interval, which
+    :func:`bootstrap_diff_ci` (independent samples) would count as noise.
+    """
+    _check_bootstrap(n_resamples, level, seed, stat)
+    a, b = as_values(a, "a", minimum=2), as_values(b, "b", minimum=2)
+    if a.size != b.size:
+        raise ValueError(f"a has {a.size} values but b has {b.size}; a paired comparison needs one of each per unit "
+                         "(use bootstrap_diff_ci for independent samples).")
+    idx = np.random.default_rng(seed).integers(0, a.size, (n_resamples, a.size))
+    return _percentile_interval(_replicates(stat, a[idx]) - _replicates(stat, b[idx]), level)
+
+
 def cliffs_delta(a, b) -> float:
     r"""Cliff's delta: :math:`\delta = P(A > B) - P(A < B)` over all :math:`|a|\,|b|` pairs of values.
 
     :math:`\delta \in [-1, 1]`; 0 means no tendency, :math:`\pm 1` that every value of one sample lies above every
     value of the other. It equals :math:`2\,\text{AUC} - 1` with the AUC of :func:`separation` (ties count half).
-    A rank-based effect size: unchanged by any increasing transformation of the values, so it suits bounded, skewed
-    quantities such as SOCM, where Cohen's d (a difference of means over a pooled standard deviation) would lean on
-    a normal shape the data do not have.
+    A rank-based effect size: unchanged by any increasing transformation of the values, so it suits skewed
+    quantities such as SOCM (non-negative, with no upper bound), where Cohen's d (a difference of means over a pooled
+    standard deviation) would lean on a normal shape the data do not have. It compares independent samples: for
+    paired ones, compare each unit's two values (:func:`bootstrap_paired_diff_ci`).
     """
     a, b = as_values(a, "a"), as_values(b, "b")
     diff = a[:, None] - b[None, :]

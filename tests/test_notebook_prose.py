@@ -227,3 +227,95 @@ def test_no_notebook_sentence_holds_more_than_four_glued_numbers(path):
              for n, s in glued_sentences(cell.source, values) if n > MAX_GLUED_PER_SENTENCE]
     assert not dense, (f"{path.name}: sentences with more than {MAX_GLUED_PER_SENTENCE} glued numbers (give each "
                        f"comparison a sentence of its own): {dense}")
+
+
+# -- References and citations that render their own words ----------------------------------------------------------
+
+#: ``{prf:ref}`` and ``{numref}`` render the kind and the number ("Proposition 5", "Exercise 13"), so a kind written
+#: before them is doubled ("Proposition Proposition 5"); ``{cite:p}`` renders the authors, so "Hara et al." before it
+#: is doubled too ("Hara et al. [Hara et al., 2026]": write ``{cite:t}``).
+DOUBLED = re.compile(
+    r"\b(?:Propositions?|Theorems?|Lemmas?|Examples?|Definitions?|Corollar(?:y|ies)|Remarks?|Exercises?|Figures?"
+    r"|Equations?|Algorithms?)\s+\{(?:prf:ref|numref)\}`[^`]*`"
+    r"|\bet al\.?\s*\{cite:p\}`[^`]*`"
+)
+#: A label of the book (``eg-ch05-crossed``, ``thm-ch04-range``): a role turns it into words in Markdown, but in a code
+#: cell a reader sees it raw.
+LABEL = re.compile(r"\b(?:eg|ex|example|thm|prop|def|lem|cor|rem|fig|eq|sec)-ch\d\d-[\w-]+")
+
+
+def doubled_words(markdown: str) -> list[str]:
+    return [m.group(0) for m in DOUBLED.finditer(markdown)]
+
+
+def test_the_rule_catches_doubled_words():
+    assert doubled_words("the bound (Proposition {prf:ref}`prop-ch07-regulariser`) and Theorem {prf:ref}`t`") == [
+        "Proposition {prf:ref}`prop-ch07-regulariser`", "Theorem {prf:ref}`t`"]
+    assert doubled_words("Hara et al. {cite:p}`hara2026socm` computed; see Exercise {numref}`ex-ch04-2`.") == [
+        "et al. {cite:p}`hara2026socm`", "Exercise {numref}`ex-ch04-2`"]
+    assert doubled_words("{cite:t}`hara2026socm` computed it ({prf:ref}`prop-ch07-regulariser`, {numref}`ex-ch04-2`)") == []
+
+
+def test_no_reference_repeats_the_words_it_renders():
+    pages = [(p.name, c.source) for p in NOTEBOOKS + sorted((ROOT / "book").glob("*.ipynb"))
+             for c in read(p).cells if c.cell_type == "markdown"]
+    pages += [(p.name, p.read_text()) for p in BOOK]
+    found = [f"{name}: {x}" for name, text in pages for x in doubled_words(text)]
+    assert not found, f"words a role renders itself, written before it (drop the word, or use {{cite:t}}): {found}"
+
+
+def test_no_raw_label_in_code():
+    assert LABEL.findall("# the crossed clouds of eg-ch05-crossed, and thm-ch04-range") == ["eg-ch05-crossed",
+                                                                                           "thm-ch04-range"]
+    found = [f"{p.name} cell {k}: {label}" for p in NOTEBOOKS for k, c in enumerate(read(p).cells)
+             if c.cell_type == "code" for label in LABEL.findall(c.source)]
+    assert not found, f"book labels shown raw in code cells (name the example or theorem in words): {found}"
+
+
+# -- SOCM has no upper bound ---------------------------------------------------------------------------------------
+
+#: SOCM is non-negative and unbounded above (Chapter 4's constructed pair; pairs above 1 in notebook 5): prose must not
+#: call it or its values "bounded" ("bounded by ...", "bounded below" and "unbounded" say something else).
+BOUNDED_SOCM = re.compile(
+    r"(?<!un)bounded,? (?:and )?skewed|skewed,? (?:and )?(?<!un)bounded(?! (?:by|below|above))"
+    r"|\bSOCM(?: values)? (?:is|are) bounded(?! (?:by|below|above))|(?<!un)bounded(?:,? \w+)? SOCM"
+)
+
+
+def test_the_rule_catches_socm_called_bounded():
+    bad = ["it does not assume the bounded, skewed SOCM values are normal", "(SOCM is bounded and skewed)",
+           "SOCM values are bounded here", "skewed and bounded"]
+    good = ["SOCM is non-negative and skewed, with no upper bound", "SOCM is bounded by d_sigma",
+            "SOCM is unbounded", "a bounded mean distance", "the covariance part is bounded in an exercise"]
+    assert all(BOUNDED_SOCM.search(s) for s in bad) and not any(BOUNDED_SOCM.search(s) for s in good)
+
+
+def test_socm_is_never_called_bounded():
+    pages = [(p.name, "\n".join(c.source for c in read(p).cells if c.cell_type == "markdown")) for p in NOTEBOOKS]
+    pages += [(p.name, p.read_text()) for p in BOOK]
+    found = [f"{name}: {m.group(0)}" for name, text in pages for m in BOUNDED_SOCM.finditer(text)]
+    assert not found, f"SOCM called bounded (it is non-negative, with no upper bound): {found}"
+
+
+# -- A glued figure agrees with the printed one ----------------------------------------------------------------------
+
+
+def hides_a_half(value: str, fmt: str) -> bool:
+    """True when ``fmt`` shows a whole number and ``value`` is a half (a median of token counts, 28.5): ``.0f`` rounds
+    it half to even, to "28", and the prose shows another figure than the cell that prints the value."""
+    if not re.fullmatch(r"[^.]*\.0f", fmt) or not is_number(value):
+        return False
+    return float(str(value).replace(",", "")) % 1 == 0.5
+
+
+def test_the_rule_catches_a_rounded_half():
+    assert hides_a_half("28.5", ".0f") and hides_a_half("55.5", ",.0f")
+    assert not hides_a_half("28.5", "g") and not hides_a_half("28.0", ".0f") and not hides_a_half("28.4", ".0f")
+    assert not hides_a_half("0.4435", ".3f")  # a value glued at four decimals, shown at three: no half of a count
+
+
+def test_no_glued_number_rounds_a_tie():
+    values = {p.name: glued_values(p) for p in NOTEBOOKS}
+    found = [f"{where}: {name}:{fmt} of {values[notebook][name]}" for where, notebook, name, fmt in glued_in_prose()
+             if name in values.get(notebook, {}) and hides_a_half(values[notebook][name], fmt)]
+    assert not found, f"glued numbers rounded at a tie, unlike the cell that prints them (show the half): {found}"

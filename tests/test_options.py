@@ -54,6 +54,8 @@ INTEGER_OPTIONS = {
     ("bootstrap_ci", "n_resamples"): (lambda v: downstream.bootstrap_ci([1.0, 2.0, 3.0], n_resamples=v), 1),
     ("bootstrap_diff_ci", "n_resamples"): (
         lambda v: downstream.bootstrap_diff_ci([1.0, 2.0], [2.0, 3.0], n_resamples=v), 1),
+    ("bootstrap_paired_diff_ci", "n_resamples"): (
+        lambda v: downstream.bootstrap_paired_diff_ci([1.0, 2.0], [2.0, 3.0], n_resamples=v), 1),
     ("spearman_ci", "n_resamples"): (
         lambda v: downstream.spearman_ci([1.0, 2.0, 3.0], [1.0, 3.0, 2.0], n_resamples=v), 1),
 }

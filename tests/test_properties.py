@@ -146,6 +146,8 @@ def test_bootstrap_intervals(values, other, seed, level):
 
     right_or_refused(lambda: downstream.bootstrap_ci(values, n_resamples=50, level=level, seed=seed), one)
     right_or_refused(lambda: downstream.bootstrap_diff_ci(values, other, n_resamples=50, level=level, seed=seed), two)
+    right_or_refused(lambda: downstream.bootstrap_paired_diff_ci(values, other, n_resamples=50, level=level,
+                                                                 seed=seed), two)
     right_or_refused(lambda: downstream.spearman_ci(values, other, n_resamples=50, level=level, seed=seed),
                      lambda interval: inside(interval, -1, 1))
 

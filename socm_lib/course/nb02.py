@@ -10,13 +10,12 @@ from . import Task, register
 
 #: Task 1: the transformations offered, applied to both texts of a pair (the last one is not an invariance).
 TRANSFORMS = ("swap the texts", "reorder the tokens", "scale each text", "rotate both", "translate both")
-#: Task 2: two sentences of the book's corpus, embedded with the offline encoder all-minilm-l6.
+#: Task 2: two sentences of the book's corpus (neither printed by the notebook), embedded with the offline encoder
+#: all-minilm-l6; the first has a concentration ratio above 2 on its own.
 PAIR = (
-    "The mayor's office set up a small team to answer questions about the new recycling bylaw, and its phone "
-    "line was busy all week.",
-    "Anyone who has sat through a planning committee meeting knows how slowly local democracy can move, yet the "
-    "hours of discussion about drainage, parking spaces, and tree preservation orders often prevent costly "
-    "mistakes that residents would otherwise pay for over decades.",
+    "Light from the Sun takes a little over eight minutes to reach Earth, so every sunrise you watch actually shows "
+    "the Sun as it was in the recent past.",
+    "Jupiter is so large that all the other planets could fit inside it.",
 )
 
 
@@ -65,6 +64,6 @@ register(
         rtol=1e-4,  # float32 token embeddings
         hint="c = S / |m|^2 for each text, with its special tokens kept (the default of token_embeddings); "
              "then add the two ratios and divide by 4.",
-        wrong_example=4.4218,  # (c1 + c2)/2, without the right denominator
+        wrong_example=1.9204,  # (c1 + c2)/2, without the right denominator
     ),
 )

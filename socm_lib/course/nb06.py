@@ -35,7 +35,7 @@ register(
     Task(
         id="nb06.1",
         question=f"On {SAMPLE} corpus texts (seed {SAMPLE_SEED}), the layer at which the mean concentration ratio "
-                 "of all-minilm-l6 falls most relative to the layer before.",
+                 "of all-minilm-l6 falls by the largest amount from the layer before.",
         expected=_drop_layer,
         kind="integer",
         hint="Run socm_lib.layers.layer_profile on the sample and pass it to socm_lib.layers.largest_drop; layers "
