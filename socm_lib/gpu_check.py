@@ -160,7 +160,7 @@ def summary(report: dict) -> str:
             lines.append(f"{name}: {'pass' if check['pass'] else 'FAIL'}: {check['compared']}: max rel diff SOCM "
                          f"{check['socm_max_rel']:.2e}, d_mu {check['d_mu_max_rel']:.2e}, d_sigma "
                          f"{check['d_sigma_max_rel']:.2e} (each <= {t['pairs_max_rel']:.0e})")
-    lines.append("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report["timings_s"].items()))
+    lines.append("timings of one run (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report["timings_s"].items()))
     lines.append(f"verdict: {report['verdict']}")
     return "\n".join(lines)
 
