@@ -184,9 +184,15 @@ def _saved(driver, lab, path):
 
 
 def _widget_summary(driver):
-    """The comparator's printed averages, as shown in its output area (the <pre> of its last render)."""
-    pres = driver.find_elements("css selector", ".jp-OutputArea .widget-output pre")
-    return pres[0].text if pres else ""
+    """The comparator's printed averages, as shown in its output area (the <pre> of its last render); "" while the
+    widget is redrawing (the <pre> found was replaced before its text was read), so that _wait polls again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    try:
+        pres = driver.find_elements("css selector", ".jp-OutputArea .widget-output pre")
+        return pres[0].text if pres else ""
+    except StaleElementReferenceException:
+        return ""
 
 
 @pytest.fixture(scope="module")
