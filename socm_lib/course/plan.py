@@ -133,19 +133,22 @@ def duration(minutes: int) -> str:
                     if part)
 
 
+def _lab_notebook(folder: Path, lab: str) -> Path:
+    """The one notebook of ``lab`` (``<lab>_*.ipynb``) in ``folder``; a ``ValueError`` when there is none or several."""
+    found = sorted(folder.glob(f"{lab}_*.ipynb"))
+    if len(found) != 1:
+        raise ValueError(f"{folder} holds {len(found)} notebooks of lab {lab}; one is needed.")
+    return found[0]
+
+
 def session_minutes(session: int, notebooks) -> int:
     """The estimated lab time of a session of :data:`SESSIONS`: the sum of :func:`lab_minutes` of its parts, the
     notebooks read from the folder ``notebooks``."""
     if session not in SESSIONS:
         raise ValueError(f"session must be one of {sorted(SESSIONS)}, got {session!r}.")
     folder = Path(notebooks)
-    total = 0
-    for part in SESSIONS[session]:
-        found = sorted(folder.glob(f"{part.lab}_*.ipynb"))
-        if len(found) != 1:
-            raise ValueError(f"{folder} holds {len(found)} notebooks of lab {part.lab}; one is needed.")
-        total += lab_minutes(found[0], part.tasks, part.start, part.stop)
-    return total
+    return sum(lab_minutes(_lab_notebook(folder, part.lab), part.tasks, part.start, part.stop)
+               for part in SESSIONS[session])
 
 
 def record(notebooks) -> dict:
@@ -156,10 +159,8 @@ def record(notebooks) -> dict:
     folder = Path(notebooks)
     labs = {}
     for lab, categories in LAB_TASKS.items():
-        found = sorted(folder.glob(f"{lab}_*.ipynb"))
-        if len(found) != 1:
-            raise ValueError(f"{folder} holds {len(found)} notebooks of lab {lab}; one is needed.")
-        labs[lab] = {"notebook": found[0].stem, "tasks": list(categories), "reading_min": reading_minutes(found[0]),
-                     "tasks_min": task_minutes(lab), "student_min": lab_minutes(found[0])}
+        notebook = _lab_notebook(folder, lab)
+        labs[lab] = {"notebook": notebook.stem, "tasks": list(categories), "reading_min": reading_minutes(notebook),
+                     "tasks_min": task_minutes(lab), "student_min": lab_minutes(notebook)}
     return {"words_per_minute": WORDS_PER_MINUTE, "round_to": ROUND_TO, "task_minutes": dict(TASK_MINUTES),
             "labs": labs, "sessions": {str(s): session_minutes(s, folder) for s in SESSIONS}}
