@@ -229,7 +229,7 @@ def route_worker(route: str, source: str, d: int, n_texts: int, pairs: list, cac
 def svd_floor(clouds, n_cores: int, sample: int = 20_000, repeats: int = FLOOR_REPEATS) -> dict:
     """Estimate the least time one LAPACK call per pair needs for every pair: no padding, no batching overhead.
 
-    A floor for any route that decomposes the matrices one at a time; the compiled lane kernel
+    A floor for any route that calls LAPACK once per matrix; the compiled lane kernel
     (``socm_lib.nuclear``), which decomposes many at once, goes below it.
 
     For a random sample of pairs, the exact (unpadded) float64 cross-Grams ``A_i A_j^T`` are formed

@@ -61,11 +61,13 @@ register(
     Task(
         id="nb09.2",
         question="What share of the wall time of all pairs (synthetic d = 384, median run) went to the SVDs? "
-                 "(a number between 0 and 1)",
+                 "(a number between 0 and 1; the tables round the seconds too coarsely for four digits: read svd_s "
+                 "and total_s from datasets['synthetic d=384']['allpairs']['profile'])",
         expected=_svd_share_384,
         rtol=1e-3,
         atol=1e-4,
-        hint="The profile's svd_s is already divided by the number of cores; divide it by the profile's total_s.",
+        hint="The profile's svd_s is already divided by the number of cores; divide it by the profile's total_s "
+             "(the unrounded seconds, not the tables' two decimals).",
         wrong_example=0.0,
     ),
 )

@@ -129,8 +129,8 @@ def allpairs_table(metric: dict) -> pd.DataFrame:
     "other s" is the rest of the wall time (preparation, bookkeeping, idle cores).
 
     "LAPACK floor s" estimates the least time one LAPACK call per pair needs on all cores (unpadded cross-Grams,
-    no batching overhead): a bound for any engine that decomposes the matrices one at a time, which the compiled
-    lane kernel (:mod:`socm_lib.nuclear`, many matrices at once) goes below.
+    no batching overhead): a bound for any engine that calls LAPACK once per matrix, which the compiled lane kernel
+    (:mod:`socm_lib.nuclear`, many matrices at once) goes below.
     """
     rows = []
     for ds_name, ds in metric["datasets"].items():
