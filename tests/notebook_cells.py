@@ -18,5 +18,14 @@ def tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
+def alt_texts(cell) -> list[str]:
+    """The alt texts of a cell's figures: myst-nb's ``mystnb.image.alt`` and the per-output list ``image_alts``
+    (:data:`socm_lib.viz.mystnb.ALTS`), as the book shows them."""
+    from socm_lib.viz.mystnb import ALTS
+
+    meta = cell.get("metadata", {})
+    return [alt for alt in (meta.get("mystnb", {}).get("image", {}).get("alt"), *meta.get(ALTS, [])) if alt]
+
+
 def ids(paths=NOTEBOOKS) -> list[str]:
     return [p.stem for p in paths]

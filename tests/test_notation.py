@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from notebook_cells import ROOT
+from notebook_cells import ROOT, alt_texts
 
 BOOK = ROOT / "book"
 CHAPTERS = sorted(BOOK.glob("ch*.md"))
@@ -359,12 +359,21 @@ def names_on_page(page: str) -> dict[str, str]:
     return out
 
 
+#: How the figures' alt texts, plain text, write the two distances: read as the chapters' macros.
+ALT_SYMBOLS = {"d_Σ": "$\\dSigma$", "d_μ": "$\\dmu$"}
+
+
 def page_prose(path: Path) -> str:
-    """The prose of a chapter, a notebook's Markdown cells or the rubrics, with line breaks read as spaces."""
+    """The prose of a chapter, a notebook's Markdown cells and its figures' alt texts, or the rubrics, with line
+    breaks read as spaces."""
     if path.suffix == ".ipynb":
         import nbformat
 
-        text = "\n\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+        cells = nbformat.read(path, as_version=4).cells
+        alts = [alt for c in cells for alt in alt_texts(c)]
+        for plain, macro in ALT_SYMBOLS.items():
+            alts = [alt.replace(plain, macro) for alt in alts]
+        text = "\n\n".join([c.source for c in cells if c.cell_type == "markdown"] + alts)
     else:
         text = path.read_text()
     return " ".join(text.split())
@@ -409,6 +418,20 @@ def test_the_naming_rule_accepts_the_name():
             "distance $\\dSigma$; $\\dSigma$, the covariance distance, and the distance of the covariances; it had been "
             "a \"shape distance\"")
     assert misnamed(text, {"dSigma": "covariance distance", "dmu": "mean distance"}) == []
+
+
+def test_the_naming_rule_reads_the_figures_alt_texts(tmp_path):
+    # nb01's decomposition figure said "shape part" in its alt text, where its legend says "covariance part BW²"
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("plot()")
+    cell.metadata["mystnb"] = {"image": {"alt": "two bars, the mean part and the shape part of the distance"}}
+    other = nbformat.v4.new_code_cell("plot()", metadata={"image_alts": ["the shape distance d_Σ of each pair"]})
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Text."), cell, other]), path)
+    names = {"dSigma": "covariance distance", "dmu": "mean distance"}
+    assert misnamed(page_prose(path), names) == ["'shape part'", "'shape distance'",
+                                                 "'shape distance' next to $\\dSigma$ (its name: covariance distance)"]
 
 
 @pytest.mark.parametrize("path", NAMING_PAGES, ids=lambda p: p.name)
