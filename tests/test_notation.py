@@ -11,7 +11,7 @@ letters). Four checks:
 
 1. every symbol of the chapters' mathematics is on the page;
 2. each row defines a different symbol;
-3. a row's "introduced in" is the first chapter, in reading order, whose mathematics uses the row's symbol, or a
+3. a row's "first used in" is the first chapter, in reading order, whose mathematics uses the row's symbol, or a
    notebook when no chapter uses it;
 4. every second use is declared. Where a chapter introduces a letter ("let $Y$ ...", "put $Z = ...$", "the matrix
    $R = ...$", "with eigenvalues $a_i$"), the letter is free, or is an index, or the chapter is the one that
@@ -150,7 +150,7 @@ def unlisted(page: str, paths=CHAPTERS) -> dict[str, list[str]]:
 
 
 def misdated(page: str, paths=CHAPTERS) -> list[str]:
-    """Rows whose "introduced in" is not the first chapter that uses their symbol (a notebook if none does)."""
+    """Rows whose "first used in" is not the first chapter that uses their symbol (a notebook if none does)."""
     first = {s: w[0] for s, w in chapter_symbols(paths).items()}
     wrong, seen = [], free_symbols(page)  # a row of an operator (nuclear norm of $M$) introduces no letter
     for row in rows(page):
@@ -296,7 +296,7 @@ def test_the_introduced_in_check_catches_a_wrong_chapter():
 
 def test_each_row_is_introduced_where_its_symbol_first_appears():
     wrong = misdated(PAGE)
-    assert not wrong, f"book/notation.md: rows whose 'introduced in' is not where the symbol first appears: {wrong}"
+    assert not wrong, f"book/notation.md: rows whose 'first used in' is not where the symbol first appears: {wrong}"
 
 
 @pytest.mark.parametrize("clash", [
