@@ -125,8 +125,8 @@ def socm_surface(ax=None, points=None, *, d_sigma_max: float | None = None, leve
                    edgecolor="black", linewidths=0.8, label=label, zorder=3, clip_on=False)
     if series:
         ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
-    ax.set_xlabel(r"$d_\mu$ (distance of the means)")
-    ax.set_ylabel(r"$d_\Sigma$ (distance of the covariances)")
+    ax.set_xlabel(r"$d_\mu$ (mean distance)")
+    ax.set_ylabel(r"$d_\Sigma$ (covariance distance)")
     ax.set_title(r"SOCM $= (1 - d_\mu)\, d_\Sigma$")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, top)

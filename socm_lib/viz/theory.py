@@ -212,12 +212,13 @@ def coupling_and_procrustes(X1, X2, *, labels=("text 1", "text 2"), title: str |
                             figsize=(11.0, 4.8)):
     r"""Two equal-size planar clouds, centred: their optimal matching and their Procrustes matching (Chapters 5, 6).
 
-    Left: the centred tokens :math:`x_j - \mu_1` and :math:`y_{\sigma(j)} - \mu_2` joined by transport lines, for
-    the permutation :math:`\sigma` of least cost (:func:`scipy.optimize.linear_sum_assignment`); by Birkhoff's
-    theorem the mean squared length is :math:`W_2^2` of the two centred empirical clouds. Right: the centred
-    tokens of text 1 against the rows of :math:`\Omega(Y - \mathbf 1\mu_2^\top)`, with :math:`\Omega \in O(n)` the Procrustes
-    solution on token positions (Corollary ``cor-ch06-procrustes``); the mean squared length is
-    :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)`, at most the left panel's. No normalisation. Returns the Figure and
+    Left: the centred tokens :math:`x_j - m_1` and :math:`y_{\sigma(j)} - m_2` (raw means :math:`m_1, m_2`) joined by
+    transport lines, for the permutation :math:`\sigma` of least cost (:func:`scipy.optimize.linear_sum_assignment`);
+    by Birkhoff's theorem the mean squared length is :math:`W_2^2` of the two centred empirical clouds. Right: the
+    centred tokens of text 1 against the rows of :math:`\Omega(X_2 - \mathbf 1 m_2^\top)` (text 2 centred, mixed by
+    :math:`\Omega`), with :math:`\Omega \in O(n)` the Procrustes solution on token positions (Corollary
+    ``cor-ch06-procrustes``); the mean squared length is :math:`\mathrm{BW}^2(\Sigma_1, \Sigma_2)`, at most the left
+    panel's. No normalisation. Returns the Figure and
     the two costs ``(w2_sq, bw_sq)``.
     """
     from scipy.optimize import linear_sum_assignment
@@ -233,7 +234,7 @@ def coupling_and_procrustes(X1, X2, *, labels=("text 1", "text 2"), title: str |
     w2_sq = _matching_panel(left, Cx[rows], Cy[cols], "optimal coupling of the centred clouds (a permutation)",
                             labels)
     bw_sq = _matching_panel(right, Cx, Omega @ Cy,
-                            "Procrustes matching: rows of $\\Omega(Y - \\mathbf{1}\\mu_2^\\top)$",
+                            f"Procrustes matching: {labels[1]} centred, mixed by $\\Omega$",
                             (labels[0], f"{labels[1]}, mixed by $\\Omega$"))
     if title:
         fig.suptitle(title, fontsize=11)
