@@ -67,7 +67,7 @@ PAPER_BATCH = {384: 16, 768: 8}
 PAPER_PROCESSES = {False: 5, True: 1}
 #: All-pairs runs per dataset (full run): three each, so that every all-pairs time has a median and a spread.
 ALLPAIRS_REPEATS = {False: {"synthetic d=384": 3, "synthetic d=768": 3, "corpus all-minilm-l6": 3}, True: None}
-#: Timings of the LAPACK floor's sample (each a loop over every sampled matrix): the floor is their median.
+#: Timings of the sample of one-call-per-pair SVDs (each a loop over every sampled matrix): ``floor_s`` is their median.
 FLOOR_REPEATS = 3
 SUB_REPEATS = 3
 #: Pairs checked against the reference: every pair (None) or a fixed random sample of this many.
@@ -227,15 +227,16 @@ def route_worker(route: str, source: str, d: int, n_texts: int, pairs: list, cac
 
 # ----------------------------------------------------------------------------- all pairs, isolated
 def svd_floor(clouds, n_cores: int, sample: int = 20_000, repeats: int = FLOOR_REPEATS) -> dict:
-    """Estimate the least time one LAPACK call per pair needs for every pair: no padding, no batching overhead.
+    """Estimate the time the SVDs of every pair take as one ``numpy.linalg.svd`` call per pair, without padding.
 
-    A floor for any route that calls LAPACK once per matrix; the compiled lane kernel
-    (``socm_lib.nuclear``), which decomposes many at once, goes below it.
+    Each call carries numpy's own per-call overhead besides LAPACK's work, so this is not a lower bound for a
+    route that calls LAPACK once per matrix. The compiled lane kernel (``socm_lib.nuclear``), which decomposes
+    many matrices at once, takes less. The record's keys still call this estimate the floor.
 
     For a random sample of pairs, the exact (unpadded) float64 cross-Grams ``A_i A_j^T`` are formed
-    first; then only their singular values are timed, one LAPACK call per matrix on one thread, ``repeats``
-    times over the whole sample. The per-pair time of each pass times the number of pairs, divided by the
-    cores, is one estimate of the floor (``floor_runs_s``); ``floor_s`` is their median.
+    first; then only their singular values are timed, one ``numpy.linalg.svd`` call per matrix on one thread,
+    ``repeats`` times over the whole sample. The per-pair time of each pass times the number of pairs, divided by
+    the cores, is one estimate (``floor_runs_s``); ``floor_s`` is their median.
     """
     from threadpoolctl import threadpool_limits
 
