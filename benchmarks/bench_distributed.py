@@ -112,6 +112,7 @@ def main(argv=None) -> int:
 
     import socm_lib
     from socm_lib.block_runner import prepare_engine
+    from socm_lib.viz.benchmarking import cluster_seconds
 
     n_texts, repeats = SIZES[args.quick]
     clouds = common.synthetic_clouds(n_texts, D, seed=SEED)
@@ -163,8 +164,9 @@ def main(argv=None) -> int:
                                  "runs_s": per_block},
         "prediction": {"texts": PREDICT_TEXTS, "pairs": big_pairs, "blocks": big_blocks,
                        "serial_s": (S + F) * scale, "scheduler_floor_s": big_blocks * tau,
-                       "seconds": {str(k): (S + F) * scale + max((big_pairs * c + big_blocks * h) / k,
-                                                                 big_blocks * tau) for k in PREDICT_WORKERS}},
+                       "seconds": {str(k): cluster_seconds(big_pairs, big_blocks, k, pair_s=c, block_s=h,
+                                                           serial_s=(S + F) * scale, task_s=tau)
+                                   for k in PREDICT_WORKERS}},
     })
     path = common.finish(record, "distributed", t0)
     print(f"cluster of {WORKERS} workers: {on_cluster['median_s']:.2f} s (runs {on_cluster['runs_s']}); identical "

@@ -73,10 +73,12 @@ ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPEN
 MAX_SUBMISSION = 20_000_000  # bytes of a submitted notebook, checked before it is read
 MAX_RESULT = MAX_LOG + 1_000_000  # bytes of the runner's log
 FEEDBACK = ("hints", "verdict")
-#: The default wall time of a run: this many times the slowest measured run of its lab, plus a minute.
-TIME_MARGIN, TIME_EXTRA = 4, 60
-#: The default memory budget of a run: this many times its lab's measured peak, at least MIN_MEMORY_MB.
-MEMORY_MARGIN, MIN_MEMORY_MB = 2, 2048
+#: The default wall time of a run: this many times the slowest measured run of its lab, plus a minute, rounded up
+#: to the next TIME_STEP seconds.
+TIME_MARGIN, TIME_EXTRA, TIME_STEP = 4, 60, 10
+#: The default memory budget of a run: this many times its lab's measured peak, rounded up to the next MEMORY_STEP
+#: MB, at least MIN_MEMORY_MB.
+MEMORY_MARGIN, MEMORY_STEP, MIN_MEMORY_MB = 2, 256, 2048
 UNMEASURED = {"timeout": 3600, "memory_mb": 8192}
 
 
@@ -113,8 +115,8 @@ def read_key(path: Path) -> dict:
 def lab_defaults(lab: str) -> tuple[int, int, dict[str, str]]:
     """The default wall time (s) and memory budget (MB) of one run of ``lab``, and how each was set: from
     notebooks/grading.json, :data:`TIME_MARGIN` times the slowest measured run plus :data:`TIME_EXTRA` seconds
-    (to the next 10 s), and :data:`MEMORY_MARGIN` times the measured peak (to the next 256 MB, at least
-    :data:`MIN_MEMORY_MB`); for a lab not measured there, :data:`UNMEASURED`."""
+    (to the next :data:`TIME_STEP` s), and :data:`MEMORY_MARGIN` times the measured peak (to the next
+    :data:`MEMORY_STEP` MB, at least :data:`MIN_MEMORY_MB`); for a lab not measured there, :data:`UNMEASURED`."""
     try:
         measured = json.loads(MEASURED.read_text(encoding="utf-8"))["labs"][lab]
         runs = [measured[k] for k in ("unanswered", "solved", "at_once") if k in measured]
@@ -123,11 +125,13 @@ def lab_defaults(lab: str) -> tuple[int, int, dict[str, str]]:
     except (OSError, ValueError, KeyError, TypeError):
         unmeasured = "the default of a lab not measured in notebooks/grading.json"
         return UNMEASURED["timeout"], UNMEASURED["memory_mb"], {"time": unmeasured, "memory": unmeasured}
-    timeout = math.ceil((TIME_MARGIN * slowest + TIME_EXTRA) / 10) * 10
-    memory = max(MIN_MEMORY_MB, math.ceil(MEMORY_MARGIN * peak / 256) * 256)
+    timeout = math.ceil((TIME_MARGIN * slowest + TIME_EXTRA) / TIME_STEP) * TIME_STEP
+    memory = max(MIN_MEMORY_MB, math.ceil(MEMORY_MARGIN * peak / MEMORY_STEP) * MEMORY_STEP)
     return timeout, memory, {
-        "time": f"{TIME_MARGIN} x the slowest run measured in notebooks/grading.json ({slowest} s) + {TIME_EXTRA} s",
-        "memory": f"{MEMORY_MARGIN} x the peak measured in notebooks/grading.json ({peak} MB)"}
+        "time": f"{TIME_MARGIN} x the slowest run measured in notebooks/grading.json ({slowest} s) + {TIME_EXTRA} s, "
+                f"rounded up to the next {TIME_STEP} s",
+        "memory": f"{MEMORY_MARGIN} x the peak measured in notebooks/grading.json ({peak} MB), rounded up to the "
+                  f"next {MEMORY_STEP} MB"}
 
 
 def settings(lab: str, timeout: int | None = None, limits: sandbox.Limits | None = None,
@@ -522,11 +526,13 @@ def main(argv=None) -> None:
                         help="hints: the practice check's line (right; close; wrong, with the task's hint); "
                              "verdict: right or wrong only")
     parser.add_argument("--timeout", type=int, help="seconds one submission may run (default: from the lab's "
-                                                    f"measured time, {TIME_MARGIN} x its slowest run + {TIME_EXTRA} s)")
+                                                    f"measured time, {TIME_MARGIN} x its slowest run + {TIME_EXTRA} s, "
+                                                    f"rounded up to the next {TIME_STEP} s)")
     parser.add_argument("--cell-timeout", type=int, help="seconds one cell may run (default: --timeout)")
     defaults = sandbox.Limits()
     parser.add_argument("--memory", type=int, help=f"MB of memory for one whole submission (default: {MEMORY_MARGIN} "
-                                                   f"x the lab's measured peak, at least {MIN_MEMORY_MB})")
+                                                   f"x the lab's measured peak, rounded up to the next "
+                                                   f"{MEMORY_STEP} MB, at least {MIN_MEMORY_MB})")
     parser.add_argument("--cpu-time", type=int, help="CPU seconds one process may use (default: --timeout)")
     parser.add_argument("--processes", type=int, default=defaults.processes,
                         help=f"processes and threads of one submission (default {defaults.processes})")

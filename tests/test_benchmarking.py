@@ -288,6 +288,26 @@ def test_speedups_per_process_give_the_ratio_and_its_range():
         [3000.0 / x for x in route["pairs_per_s_per_process"]], rel=1e-12)
 
 
+def test_cluster_seconds_is_the_model_of_chapter_6():
+    # T_k = S + max((P c + B h) / k, B tau): shared work on few workers, the scheduler's floor on many
+    model = dict(pair_s=1.0, block_s=2.0, serial_s=5.0, task_s=0.5)
+    assert benchmarking.cluster_seconds(100, 10, 2, **model) == 5.0 + (100 + 20) / 2
+    assert benchmarking.cluster_seconds(100, 10, 1000, **model) == 5.0 + 10 * 0.5
+    with pytest.raises(ValueError, match="at least 1"):
+        benchmarking.cluster_seconds(100, 10, 0, **model)
+
+
+def test_cluster_projection_reproduces_the_record_and_brackets_it():
+    distributed = json.loads((RESULTS / "distributed.json").read_text())
+    projection = benchmarking.cluster_projection(distributed)
+    assert sorted(projection) == sorted(int(k) for k in distributed["prediction"]["seconds"])
+    for k, (median, fastest, slowest) in projection.items():
+        assert median == pytest.approx(distributed["prediction"]["seconds"][str(k)], rel=1e-9)
+        assert fastest <= median <= slowest
+    few = min(projection)  # on one worker the measured per-pair and per-block times decide: a real range
+    assert projection[few][0] < projection[few][2]
+
+
 def test_run_range_formats_any_figure_of_a_run():
     assert benchmarking.run_range([1.08, 1.13, 1.11], benchmarking.rate) == "1.08-1.13"
     assert benchmarking.run_range([2.5], benchmarking.rate) == "single run"

@@ -416,7 +416,8 @@ def test_default_limits_come_from_the_lab_s_measured_time_and_jobs_must_fit_the_
     for lab, runs in measured.items():
         slowest = max(runs[k]["seconds"]["max"] for k in ("unanswered", "solved", "at_once") if k in runs)
         timeout, memory, how = grade.lab_defaults(lab)
-        assert slowest * grade.TIME_MARGIN + grade.TIME_EXTRA <= timeout < slowest * grade.TIME_MARGIN + 70, lab
+        least = slowest * grade.TIME_MARGIN + grade.TIME_EXTRA  # rounded up to the next step
+        assert least <= timeout < least + grade.TIME_STEP and timeout % grade.TIME_STEP == 0, lab
         assert timeout < 3600 and memory >= grade.MIN_MEMORY_MB and "grading.json" in how["time"] + how["memory"]
     assert grade.lab_defaults("nb99")[:2] == (3600, 8192)
     with pytest.raises(ValueError, match=r"--jobs 100000: .* give fewer --jobs"):

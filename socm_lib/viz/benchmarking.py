@@ -9,6 +9,8 @@ scaling figure, so that the two never disagree. Nothing in this module times any
   :func:`targets_table` -- tables as DataFrames of fixed-format strings;
 * :func:`noise_verdict` -- what a target met by its median figure still misses (:func:`within_noise`: whether it does);
 * :func:`speedups_per_process` -- socm_pairs' speed-up against each process that timed a slow route;
+* :func:`cluster_seconds` -- the Dask cluster model of chapter 6, and :func:`cluster_projection`, its projection
+  from distributed.json with the range that the fastest and the slowest measured inputs give;
 * :func:`fit_power_law` -- the exponent :math:`b` of :math:`y \approx a x^b` (least squares in log-log), and
   :func:`exponent_interval`, its confidence interval;
 * :func:`plot_scaling` -- time and peak memory of ``socm_pairs`` against the number of texts and against ``d``.
@@ -124,6 +126,41 @@ def speedups_per_process(route: dict, same_pairs: bool = False) -> list[float]:
     per_process = route["pairs_per_s_per_process"]
     socm = route["socm_pairs_per_s_same_pairs"] if same_pairs else route["speed_ratio"] * route["pairs_per_s"]
     return [socm / x for x in per_process]
+
+
+def cluster_seconds(pairs: int, blocks: int, workers: int, *, pair_s: float, block_s: float, serial_s: float,
+                    task_s: float) -> float:
+    r"""Wall time of ``socm_summary`` on a Dask cluster by chapter 6's model (seconds).
+
+    .. math:: T_k = t_{\mathrm{serial}} + \max\Big(\frac{P\,t_{\mathrm{pair}} + B\,t_{\mathrm{block}}}{k},\;
+              B\,t_{\mathrm{task}}\Big)
+
+    for :math:`P` pairs in :math:`B` blocks on :math:`k` workers of one core each: the workers share the pairs'
+    work and the blocks' overhead, while the scheduler hands out the :math:`B` tasks one after another.
+    """
+    if min(pairs, blocks, workers) < 1:
+        raise ValueError(f"pairs, blocks and workers must be at least 1; got {pairs}, {blocks}, {workers}.")
+    return serial_s + max((pairs * pair_s + blocks * block_s) / workers, blocks * task_s)
+
+
+def cluster_projection(distributed: dict) -> dict[int, tuple[float, float, float]]:
+    """The projection of distributed.json for each worker count: (median, fastest, slowest) seconds.
+
+    The median uses the median of each measured input, as the benchmark's ``prediction`` does (so it reproduces
+    the recorded seconds); the fastest takes the smallest per-pair and per-block times over the runs (whose times
+    are recorded to the microsecond), the slowest the largest. The caller's serial work and
+    the scheduler's time per task were timed once, so they carry no range.
+    """
+    settings, prediction = distributed["settings"], distributed["prediction"]
+    pair_s = [(run - distributed["serial_s"]) / settings["pairs"] for run in distributed["single_one_core"]["runs_s"]]
+    block_s = distributed["overhead_per_block_s"]["runs_s"]
+    median_pair_s = (distributed["single_one_core"]["median_s"] - distributed["serial_s"]) / settings["pairs"]
+    inputs = {"median": (median_pair_s, distributed["overhead_per_block_s"]["median_s"]),
+              "fastest": (min(pair_s), min(block_s)), "slowest": (max(pair_s), max(block_s))}
+    return {int(k): tuple(cluster_seconds(prediction["pairs"], prediction["blocks"], int(k), pair_s=c, block_s=h,
+                                          serial_s=prediction["serial_s"], task_s=distributed["scheduler_task_s"])
+                          for c, h in inputs.values())
+            for k in prediction["seconds"]}
 
 
 def allpairs_table(metric: dict) -> pd.DataFrame:
