@@ -323,7 +323,7 @@ def synthetic_clouds(n_texts: int, d: int, seed: int = 0, n_range=(5, 60), rank:
     around the mean in a shared 64-dimensional subspace with a decaying spectrum, plus a
     little isotropic noise (so every covariance has rank ``n - 1``). Finally the tokens are
     rescaled about their mean so that the concentration ratio ``S(X)/||mu||^2`` is uniform
-    in [0.1, 1.6], the range of final-layer values reported by Hara et al. (2026).
+    in [0.1, 1.6], from GTE-base's to BERT's final-layer ratio as Hara et al. (2026) report them.
     """
     g_rng = np.random.default_rng([seed, d])
     common = g_rng.standard_normal(d)
