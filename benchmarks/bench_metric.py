@@ -414,8 +414,9 @@ def run_dataset(name, source, d, n_texts, quick, workdir: Path, ot) -> dict:
         per_process = [float(np.median(counts / np.asarray(r["times"]))) for _, r in runs]
         _, same_pps, _ = socm_same(pairs)
         unit = "single pairs" if batch == 1 else f"batches of {batch} pairs"
-        timing = (f"median over {len(counts)} {unit} after a warm-up, in each of {processes} fresh process"
-                  f"{'es (median of the processes)' if processes > 1 else ''}")
+        timing = (f"median over {len(counts)} {unit} after a warm-up, "
+                  + (f"in each of {processes} fresh processes (median of the processes)" if processes > 1
+                     else "in one fresh process"))
         entry["routes"].append(_route_entry(route, pairs, runs[0][0], per_process, ref_sub[: len(pairs)],
                                             same_pps, socm_all_pps, timing))
 
