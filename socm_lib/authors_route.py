@@ -11,8 +11,9 @@ Per pair, in batches of 64 pairs:
 
 3. :math:`R = \operatorname{sqrt}(\Sigma_1)` and the fidelity :math:`F = \operatorname{tr}\operatorname{sqrt}(R\,\Sigma_2\,R)`,
    where :math:`\operatorname{sqrt}(S)` symmetrises :math:`S` to :math:`(S + S^\top)/2`, adds
-   :math:`\varepsilon I` with :math:`\varepsilon = 10^{-9}`, and takes the square root by
-   ``torch.linalg.eigh`` with the eigenvalues clamped at 0;
+   :math:`\varepsilon I` with :math:`\varepsilon = 10^{-9}`, and clamps the eigenvalues at 0: :math:`R` by
+   ``torch.linalg.eigh`` (its eigenvectors are needed), the trace of the second root from the eigenvalues alone
+   (``torch.linalg.eigvalsh``);
 4. :math:`\operatorname{BW}^2 = \max(\operatorname{tr}\Sigma_1 + \operatorname{tr}\Sigma_2 - 2F,\ 0)`,
    :math:`d_\Sigma = \operatorname{BW}^2/4`, :math:`d_\mu = \lVert m_1 - m_2\rVert^2/4`,
    :math:`\mathrm{SOCM} = (1 - d_\mu)\,d_\Sigma`.

@@ -177,10 +177,10 @@ def run(args) -> int:
                               **({**sampling, "seed": args.seed} if sampling else {"on_pairs": write}))
     print(f"encoder: {encoder.name} ({encoder.kind}); texts: {len(texts)}; layer: {args.layer}")
     if sampling:  # the estimate with its intervals
-        print(f"{result}\nmean_concentration: {fmt(float(np.mean(concentration)))}")
+        print(f"{result}\nmean_concentration_ratio: {fmt(float(np.mean(concentration)))}")
         return 0
     summary = result.summary()
-    summary["mean_concentration"] = float(np.mean(concentration))
+    summary["mean_concentration_ratio"] = float(np.mean(concentration))
     if result.median_socm_error > 0:  # more pairs than the exact median keeps: say how close the median is
         summary["median_socm_error"] = result.median_socm_error
     print("\n".join(summary_lines(summary)))

@@ -31,7 +31,7 @@ from .checks import as_device, as_int, output_file
 #: Largest accepted differences. Float16 keeps about 3 decimal digits; the pair paths all compute in float64.
 THRESHOLDS = {
     "float16_mean_max_abs": 1e-2,
-    "float16_concentration_max_rel": 2e-2,
+    "float16_concentration_ratio_max_rel": 2e-2,
     "float16_socm_max_abs": 1e-2,
     "pairs_max_rel": 1e-6,
 }
@@ -109,7 +109,7 @@ def gpu_check(encoder: str = "all-minilm-l6", *, n_texts: int = 200, seed: int =
         (m32, c32), (m16, c16) = _statistics(clouds32), _statistics(clouds16)
         socm16 = socm_pairs(clouds16, device="cpu", progress=False).socm
         diffs = {"mean_max_abs": float(np.max(np.abs(m16 - m32))),
-                 "concentration_max_rel": float(np.max(np.abs(c16 - c32) / c32)),
+                 "concentration_ratio_max_rel": float(np.max(np.abs(c16 - c32) / c32)),
                  "socm_max_abs": float(np.max(np.abs(socm16 - ref.socm)))}
         report["checks"]["float16_vs_float32"] = {
             **diffs, "pass": all(diffs[k] <= THRESHOLDS[f"float16_{k}"] for k in diffs)}
@@ -153,9 +153,10 @@ def summary(report: dict) -> str:
             lines.append(f"{name}: skipped ({check['skipped']})")
         elif name == "float16_vs_float32":
             lines.append(f"{name}: {'pass' if check['pass'] else 'FAIL'}: normalised means max |diff| "
-                         f"{check['mean_max_abs']:.2e} (<= {t['float16_mean_max_abs']:.0e}), concentration max rel "
-                         f"{check['concentration_max_rel']:.2e} (<= {t['float16_concentration_max_rel']:.0e}), SOCM "
-                         f"max |diff| {check['socm_max_abs']:.2e} (<= {t['float16_socm_max_abs']:.0e})")
+                         f"{check['mean_max_abs']:.2e} (<= {t['float16_mean_max_abs']:.0e}), "
+                         f"concentration ratio max rel {check['concentration_ratio_max_rel']:.2e} "
+                         f"(<= {t['float16_concentration_ratio_max_rel']:.0e}), SOCM max |diff| "
+                         f"{check['socm_max_abs']:.2e} (<= {t['float16_socm_max_abs']:.0e})")
         else:
             lines.append(f"{name}: {'pass' if check['pass'] else 'FAIL'}: {check['compared']}: max rel diff SOCM "
                          f"{check['socm_max_rel']:.2e}, d_mu {check['d_mu_max_rel']:.2e}, d_sigma "

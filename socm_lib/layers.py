@@ -1,4 +1,4 @@
-r"""Concentration and SOCM layer by layer (book, Chapter 8; notebook 6).
+r"""The concentration ratio and SOCM layer by layer (book, Chapter 8; notebook 6).
 
 :func:`layer_profile` runs the encoder once, keeps the token clouds of every hidden
 state (index 0 = embedding output, ``L`` = last layer, the paper's
@@ -23,7 +23,7 @@ from .extract import token_embeddings
 from .pairs import socm_pairs
 from .stats import avg_intra_cosine, concentration_ratio
 
-PROFILE_COLUMNS = ("layer", "concentration", "avg_cosine", "mean_socm", "mean_d_mu", "mean_d_sigma")
+PROFILE_COLUMNS = ("layer", "concentration_ratio", "avg_cosine", "mean_socm", "mean_d_mu", "mean_d_sigma")
 
 
 def _pairs_arg(pairs):
@@ -36,7 +36,7 @@ def _pairs_arg(pairs):
 
 def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, batch_size: int = 64,
                   progress: bool | None = None, device=None) -> pd.DataFrame:
-    """Mean concentration, mean average intra-text cosine and mean SOCM at every hidden state of ``encoder``.
+    """Mean concentration ratio, mean average intra-text cosine and mean SOCM at every hidden state of ``encoder``.
 
     Parameters
     ----------
@@ -55,7 +55,7 @@ def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, ba
     -------
     pandas.DataFrame
         One row per hidden-state index ``0..L`` (0 = embedding output, ``L`` = final layer) with columns
-        ``layer, concentration, avg_cosine, mean_socm, mean_d_mu, mean_d_sigma``.
+        ``layer, concentration_ratio, avg_cosine, mean_socm, mean_d_mu, mean_d_sigma``.
     """
     batch_size, progress = as_int(batch_size, "batch_size", minimum=1), as_progress(progress)
     texts, device = as_texts(texts), as_device(device)
@@ -68,7 +68,7 @@ def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, ba
         result = socm_pairs(clouds, pairs, progress=progress, device=device)
         rows.append({
             "layer": int(lay),
-            "concentration": float(np.mean([concentration_ratio(c) for c in clouds])),
+            "concentration_ratio": float(np.mean([concentration_ratio(c) for c in clouds])),
             "avg_cosine": float(np.mean([avg_intra_cosine(c) for c in clouds])),
             "mean_socm": float(np.mean(result.socm)),
             "mean_d_mu": float(np.mean(result.d_mu)),
@@ -77,7 +77,7 @@ def layer_profile(encoder, texts, *, pairs=None, special_tokens: bool = True, ba
     return pd.DataFrame(rows, columns=list(PROFILE_COLUMNS))
 
 
-def largest_drop(profile: pd.DataFrame, column: str = "concentration") -> int:
+def largest_drop(profile: pd.DataFrame, column: str = "concentration_ratio") -> int:
     """The layer ``l >= 1`` whose ``column`` fell most from layer ``l - 1`` (the first such layer on ties)."""
     values = profile.sort_values("layer", kind="stable")[column].to_numpy()
     if len(values) < 2:
@@ -87,9 +87,9 @@ def largest_drop(profile: pd.DataFrame, column: str = "concentration") -> int:
 
 
 def norm_check(clouds) -> pd.DataFrame:
-    r"""Per text: concentration, the equal-norm prediction :math:`1/\overline{\cos} - 1`, and the norm spread.
+    r"""Per text: the concentration ratio, the equal-norm prediction :math:`1/\overline{\cos} - 1`, and the norm spread.
 
-    Columns ``tokens, concentration, equal_norm_prediction, norm_cv`` (coefficient of variation of the
+    Columns ``tokens, concentration_ratio, equal_norm_prediction, norm_cv`` (coefficient of variation of the
     token norms, population standard deviation over mean). The prediction is exact when ``norm_cv`` is 0
     (Chapter 8, equal-norm identity); unequal norms make the true ratio larger or smaller.
     """
@@ -99,8 +99,8 @@ def norm_check(clouds) -> pd.DataFrame:
         norms = np.linalg.norm(x, axis=1)
         rows.append({
             "tokens": int(x.shape[0]),
-            "concentration": concentration_ratio(x),
+            "concentration_ratio": concentration_ratio(x),
             "equal_norm_prediction": 1.0 / avg_intra_cosine(x) - 1.0,
             "norm_cv": float(norms.std() / norms.mean()),
         })
-    return pd.DataFrame(rows, columns=["tokens", "concentration", "equal_norm_prediction", "norm_cv"])
+    return pd.DataFrame(rows, columns=["tokens", "concentration_ratio", "equal_norm_prediction", "norm_cv"])

@@ -78,7 +78,7 @@ N_MODELS = 12
 #: Spearman (rho, two-sided p) with the MTEB(eng, v2) average over the :data:`N_MODELS` models.
 MTEB_SPEARMAN: dict[str, tuple[float, float]] = {
     "average SOCM vs MTEB(eng, v2)": (-0.678, 0.015),
-    "final-layer concentration vs MTEB(eng, v2)": (-0.622, 0.031),
+    "final-layer concentration ratio vs MTEB(eng, v2)": (-0.622, 0.031),
 }
 
 #: Backbone -> the contrastive encoders built from it, as the paper groups them.

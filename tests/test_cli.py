@@ -53,7 +53,7 @@ def test_run_all_pairs_stdout(run_all):
     vals = summary_values(proc.stdout)
     assert vals["pairs"] == "780"
     for key in ("mean_socm", "median_socm", "mean_d_mu", "mean_d_sigma", "share_d_sigma_above_1",
-                "mean_concentration"):
+                "mean_concentration_ratio"):
         assert key in vals and len(vals[key].split(".")[1]) == 4, key  # fixed 4-decimal printing
     assert lines[-1] == f"wrote 780 rows to {out}"
     frame = pd.read_csv(out)

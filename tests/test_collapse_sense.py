@@ -193,6 +193,98 @@ def test_the_concentration_rules_accept_the_books_senses(text):
     assert concentration_misuses(text) == []
 
 
+# -- The quantity's name in code: what a cell prints, the columns it names --------------------------------------------
+#
+# The prose rule above reads Markdown only, but a table column "concentration" or a printed "final-layer concentration
+# about 0.10" reads backwards in the same way (0.10 is *strong* token concentration). So the strings and comments of
+# every notebook's code cells, and the column names of socm_lib.layers, call the quantity the concentration ratio too
+# ("concentration_ratio" as a column, "mean_concentration_ratio" for a mean). A string used as a subscript only reads a
+# name given elsewhere (a library dict's key, a column named in another cell), so it is not checked there.
+
+#: "concentration" in code text, "_" counting as a separator, neither followed by "ratio" nor after "token".
+CODE_CONCENTRATION = re.compile(
+    r"(?<![a-z])(?<!token )(?<!token_)(?<!ch\d\d_)concentrations?(?![a-z])(?![ _-]ratios?(?![a-z]))", re.I)
+#: Glue keys (``nb06_...``) are names the chapters cite, not labels.
+GLUE_KEY = re.compile(r"nb\d\d\w*")
+#: The Python sources of socm_lib whose strings name the profile's columns, or print or plot the ratio.
+LIBRARY_SOURCES = ["socm_lib/layers.py", "socm_lib/viz/layers.py", "socm_lib/viz/control.py", "socm_lib/cli.py",
+                   "socm_lib/course/nb06.py"]
+
+
+def code_concentration_misuses(source: str, *, docstrings: bool = True) -> list[str]:
+    """Strings (f-string parts included) and comments of Python ``source`` that call the ratio "concentration"."""
+    import ast
+    import io
+    import tokenize
+
+    if source.lstrip().startswith("%%"):  # a cell magic: not Python
+        return []
+    source = "\n".join(re.sub(r"^(\s*)[%!].*", r"\1pass", line) for line in source.splitlines())  # line magics
+    tree = ast.parse(source)
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            skip.update(id(n) for n in ast.walk(node.slice))
+        if not docstrings and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            skip.add(id(node.value))
+    texts = [n.value for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip
+             and not GLUE_KEY.fullmatch(n.value)]
+    texts += [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+              if tok.type == tokenize.COMMENT]
+    return [f"...{s[max(0, m.start() - 50):m.end() + 30]}..." for s in texts for m in CODE_CONCENTRATION.finditer(s)]
+
+
+def notebook_code_misuses(path) -> list[str]:
+    return [f"cell {i} ({cell.get('id', 'no id')}): {found}" for i, cell in enumerate(read(path).cells)
+            if cell.cell_type == "code" for found in code_concentration_misuses(cell.source)]
+
+
+@pytest.mark.parametrize("source", [
+    'print(f"{name}: final-layer concentration about {fmt(r.value, 2)} in {paper.CITATION}")',  # nb06, 9th reading
+    'print("bound holds (mean SOCM <= mean concentration / 2) in every run: True")',               # nb08
+    'rows.append({"encoder": name, "mean_concentration": float(m.concentration.mean())})',         # nb08
+    'texts_f = pd.DataFrame({"tokens": n, "concentration": m.concentration})',                     # nb08
+    'higher(b, "mean_concentration")',
+    'factor = c.shift(1) / c  # by what factor each layer divides the mean concentration',          # nb06
+    'PROFILE_COLUMNS = ("layer", "concentration", "avg_cosine")',                                   # socm_lib.layers
+    'def f():\n    %time x = 1\n    return "Concentrations"',
+])
+def test_the_code_rule_catches_the_ratio_called_concentration(source):
+    assert code_concentration_misuses(source)
+
+
+@pytest.mark.parametrize("source", [
+    'print(f"{name}: final-layer concentration ratio about {fmt(r.value, 2)}")',
+    'rows.append({"mean_concentration_ratio": float(m.concentration.mean()), "mean c": 1})',
+    'c = prof.set_index("layer")["concentration"]; d = padding.loc[0, "concentration"]',  # reads a name given elsewhere
+    'x = socm_lib.concentration_ratio(X); y = paper.FINAL_LAYER_CONCENTRATION["gte"].value',
+    'glue_stat("nb08_conc_tok_first", 1.0, s, "mean concentration-ratio of the bin")  # token concentration',
+    'path = "../book/ch08_concentration.md"\n%pip install socm_lib',
+])
+def test_the_code_rule_accepts_the_ratio_and_token_concentration(source):
+    assert code_concentration_misuses(source) == []
+
+
+@pytest.mark.parametrize("path", [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.ipynb"))], ids=lambda p: p.name)
+def test_code_cells_call_the_quantity_the_concentration_ratio(path):
+    wrong = notebook_code_misuses(path)
+    assert not wrong, (f"{path.name}: a code cell prints or names the concentration ratio as 'concentration' (say "
+                       f"'concentration ratio', or 'concentration_ratio' as a column): {wrong}")
+
+
+def test_the_library_calls_the_quantity_the_concentration_ratio():
+    import numpy as np
+
+    from socm_lib import layers
+
+    assert "concentration_ratio" in layers.PROFILE_COLUMNS
+    columns = [*layers.PROFILE_COLUMNS, *layers.norm_check([np.arange(12.0).reshape(3, 4) + 1]).columns]
+    wrong = [c for c in columns if CODE_CONCENTRATION.search(c)]
+    for name in LIBRARY_SOURCES:
+        source = (ROOT / name).read_text()
+        wrong += [f"{name}: {found}" for found in code_concentration_misuses(source, docstrings=False)]
+    assert not wrong, f"socm_lib names or prints the concentration ratio as 'concentration': {wrong}"
 
 
 # -- The range guarantee's condition, and the reading of a high SOCM --------------------------------------------------

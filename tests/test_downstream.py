@@ -56,6 +56,14 @@ def test_direction_and_fmt_p():
     assert not hasattr(downstream, "fmt_p") and not hasattr(downstream, "direction")  # display lives in viz only
 
 
+def test_fixed_prints_floats_at_fixed_digits_and_a_missing_figure_as_a_dash():
+    t = pd.DataFrame({"name": ["a", "b"], "count": [3, 0], "mean": [0.123456, float("nan")]})
+    out = fixed(t, 3)
+    assert out["mean"].tolist() == ["0.123", "\u2013"]  # a mean over no pairs is no number, not "nan"
+    assert out["count"].tolist() == [3, 0] and out["name"].tolist() == ["a", "b"]  # other columns untouched
+    assert np.isnan(t["mean"].iloc[1])  # the input is not changed
+
+
 def test_format_ci_merges_estimate_and_interval():
     t = pd.DataFrame({"kind": ["x", "y"], "pairs": [3, 4], "mean_socm": [0.25, 0.5], "socm_low": [0.2, 0.41],
                       "socm_high": [0.3, 0.62], "diff": [-0.01, 0.125], "diff_low": [-0.05, 0.1],

@@ -57,7 +57,7 @@ def test_statistics_of_float16_clouds_differ_measurably():
     m16, c16 = gc._statistics([c.astype(np.float16).astype(np.float32) for c in clouds])
     assert np.allclose(np.linalg.norm(m32, axis=1), 1)
     assert 0 < np.max(np.abs(m16 - m32)) < gc.THRESHOLDS["float16_mean_max_abs"]
-    assert 0 < np.max(np.abs(c16 - c32) / c32) < gc.THRESHOLDS["float16_concentration_max_rel"]
+    assert 0 < np.max(np.abs(c16 - c32) / c32) < gc.THRESHOLDS["float16_concentration_ratio_max_rel"]
 
 
 def test_cli_writes_the_json_report(tmp_path):

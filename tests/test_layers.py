@@ -40,7 +40,7 @@ def profile(encoder):
 def test_row_count_and_columns(profile, encoder):
     assert len(profile) == encoder.num_layers + 1
     assert profile["layer"].tolist() == list(range(encoder.num_layers + 1))
-    assert list(profile.columns) == ["layer", "concentration", "avg_cosine", "mean_socm", "mean_d_mu", "mean_d_sigma"]
+    assert list(profile.columns) == ["layer", "concentration_ratio", "avg_cosine", "mean_socm", "mean_d_mu", "mean_d_sigma"]
     assert np.isfinite(profile.drop(columns="layer").to_numpy()).all()
 
 
@@ -48,7 +48,7 @@ def test_last_row_matches_direct_computation(profile, encoder):
     clouds = socm_lib.token_embeddings(encoder, TEXTS, layer=-1)
     direct = socm_lib.socm_pairs(clouds)
     last = profile.iloc[-1]
-    assert last["concentration"] == pytest.approx(np.mean([socm_lib.concentration_ratio(c) for c in clouds]), rel=1e-12)
+    assert last["concentration_ratio"] == pytest.approx(np.mean([socm_lib.concentration_ratio(c) for c in clouds]), rel=1e-12)
     assert last["avg_cosine"] == pytest.approx(np.mean([socm_lib.avg_intra_cosine(c) for c in clouds]), rel=1e-12)
     assert last["mean_socm"] == pytest.approx(float(np.mean(direct.socm)), rel=1e-10)
     assert last["mean_d_mu"] == pytest.approx(float(np.mean(direct.d_mu)), rel=1e-10)
@@ -57,7 +57,7 @@ def test_last_row_matches_direct_computation(profile, encoder):
 
 def test_first_row_is_the_embedding_output(profile, encoder):
     clouds = socm_lib.token_embeddings(encoder, TEXTS, layer=0)
-    assert profile.iloc[0]["concentration"] == pytest.approx(
+    assert profile.iloc[0]["concentration_ratio"] == pytest.approx(
         np.mean([socm_lib.concentration_ratio(c) for c in clouds]), rel=1e-12
     )
 
@@ -98,7 +98,7 @@ def test_plot_has_three_axes_one_line_per_encoder(profile, control):
 
 
 def test_largest_drop():
-    df = pd.DataFrame({"layer": [0, 1, 2, 3], "concentration": [1.0, 1.5, 0.4, 0.3]})
+    df = pd.DataFrame({"layer": [0, 1, 2, 3], "concentration_ratio": [1.0, 1.5, 0.4, 0.3]})
     assert largest_drop(df) == 2
     assert largest_drop(df.iloc[::-1]) == 2
 
@@ -108,7 +108,7 @@ def test_norm_check_is_exact_for_equal_norms():
     x = rng.normal(size=(7, 16)) + 2.0
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     df = norm_check([x, 3.0 * x])
-    np.testing.assert_allclose(df["concentration"], df["equal_norm_prediction"], rtol=1e-10)
+    np.testing.assert_allclose(df["concentration_ratio"], df["equal_norm_prediction"], rtol=1e-10)
     np.testing.assert_allclose(df["norm_cv"], 0.0, atol=1e-12)
     y = x.copy()
     y[0] *= 4.0

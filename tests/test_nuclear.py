@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sysconfig
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +20,8 @@ import socm_lib
 from socm_lib import nuclear
 from socm_lib.factors import factor
 from socm_lib.report import device_report
+
+from notebook_cells import ROOT
 
 RTOL = 1e-12
 #: Set to 1 where the kernel is expected not to be built (no C compiler, or SOCM_BUILD_KERNEL=0 at install).
@@ -416,3 +419,15 @@ def test_gpu_check_names_the_cpu_route():
     report = gc.gpu_check("untrained-minilm-l6", n_texts=3, device="cpu")
     assert report["cpu_nuclear_norms"] == nuclear.kernel_report()
     assert f"CPU reference: {nuclear.kernel_report()}" in gc.summary(report)
+
+
+def test_chapter_6_states_the_lane_widths_the_kernel_source_sets():
+    # ch06 describes the kernel's batching; the widths it names must be the source's #defines (an examiner found
+    # "four in the AVX2 version" where every version packs BW = 8)
+    source = (ROOT / "socm_lib" / "_lanes.c").read_text(encoding="utf-8")
+    bidiag, sweeps = (int(re.search(rf"#define {name} (\d+)", source).group(1)) for name in ("BW", "QW"))
+    words = {2: "two", 4: "four", 8: "eight", 16: "sixteen"}
+    chapter = " ".join((ROOT / "book" / "ch06_computing.md").read_text(encoding="utf-8").split())
+    assert f"entry $(i, j)$ of {words[bidiag]} matrices at a time" in chapter
+    assert f"every version packs {words[bidiag]}" in chapter
+    assert f"the QR sweeps then run on {sweeps} bidiagonal matrices at a time" in chapter

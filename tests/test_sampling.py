@@ -228,7 +228,7 @@ def test_cli_sample_pairs_prints_the_estimate(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "Sampled estimate from 200 of the 435 pairs of 30 texts" in out and "seed 0" in out
-    assert "mean_socm" in out and "median_socm" in out and "mean_concentration" in out
+    assert "mean_socm" in out and "median_socm" in out and "mean_concentration_ratio" in out
 
 
 @pytest.mark.parametrize("args, words", [

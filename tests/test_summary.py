@@ -163,7 +163,7 @@ def test_cli_summary_path_matches_socm_pairs(capsys):
     texts = socm_lib.sample_texts(list(socm_lib.corpus()["text"]), 30, seed=0)
     clouds = socm_lib.token_embeddings(socm_lib.load_encoder("all-minilm-l6", device="cpu"), texts)
     ref = socm_lib.socm_pairs(clouds, device="cpu").summary()
-    ref["mean_concentration"] = float(np.mean([socm_lib.concentration_ratio(c) for c in clouds]))
+    ref["mean_concentration_ratio"] = float(np.mean([socm_lib.concentration_ratio(c) for c in clouds]))
     assert list(values) == list(ref)
     assert values == {k: summary_lines({k: v})[0].split(": ", 1)[1] for k, v in ref.items()}
 

@@ -27,7 +27,7 @@ def _drop_layer() -> int:
 
 
 def _shrink() -> float:
-    c = _profile("all-minilm-l6").sort_values("layer")["concentration"]
+    c = _profile("all-minilm-l6").sort_values("layer")["concentration_ratio"]
     return float(c.iloc[-1] / c.iloc[0])
 
 
@@ -48,7 +48,7 @@ register(
                  "mean concentration ratio at the embedding output.",
         expected=_shrink,
         kind="number", rtol=1e-3, atol=1e-4,
-        hint="Divide the 'concentration' column at the last layer by the one at layer 0 (a number below 1 if "
+        hint="Divide the 'concentration_ratio' column at the last layer by the one at layer 0 (a number below 1 if "
              "the concentration ratio falls).",
         wrong_example=1.0,
     ),

@@ -54,7 +54,7 @@ def plot_control_prediction(n, measured: dict, predicted: dict, *, min_count: in
     right.plot(grid, predicted_mean_cosine(grid, grid, 2), "-", color="black", linewidth=1,
                label=r"$(n^2+n+2)/(n^2+2n)$")
     left.set_ylabel(r"mean concentration ratio $c$")
-    left.set_title("concentration of a text")
+    left.set_title("concentration ratio of a text")
     right.set_ylabel(r"mean $\cos(\mu_1, \mu_2)$")
     right.set_title("means of two texts of equal length")
     for ax in (left, right):

@@ -16,11 +16,12 @@ __all__ = ["DIGITS", "device_report", "direction", "fixed", "fmt", "fmt_p", "for
 
 
 def fixed(df, digits: int = DIGITS):
-    """A copy of a DataFrame whose float columns are strings at ``digits`` decimals (for display)."""
+    """A copy of a DataFrame whose float columns are strings at ``digits`` decimals (for display); a NaN, a figure
+    with nothing to compute it from (a mean over no pairs), shows as an en dash."""
     out = df.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]):
-            out[col] = [fmt(v, digits) for v in out[col]]
+            out[col] = ["\u2013" if math.isnan(v) else fmt(v, digits) for v in out[col]]
     return out
 
 

@@ -9,14 +9,14 @@ from ..checks import as_int
 
 
 def plot_layer_profile(profiles: dict):
-    """Three panels (mean concentration, mean average intra-text cosine, mean SOCM) against the layer.
+    """Three panels (mean concentration ratio, mean average intra-text cosine, mean SOCM) against the layer.
 
     ``profiles`` maps an encoder name to a :func:`layer_profile` DataFrame; each encoder is one line per
     panel. Returns the matplotlib Figure.
     """
     if not profiles:
         raise ValueError("profiles is empty: pass {encoder name: layer_profile(...) DataFrame}.")
-    panels = [("concentration", "mean concentration ratio $c$"),
+    panels = [("concentration_ratio", "mean concentration ratio $c$"),
               ("avg_cosine", "mean avg. intra-text cosine"),
               ("mean_socm", "mean SOCM over pairs")]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
@@ -38,7 +38,7 @@ def plot_pair_distributions(results: dict, bins: int = 60):
     r"""Histograms of :math:`d_\mu`, :math:`d_\Sigma` and SOCM over pairs, one colour per run.
 
     ``results`` maps a run name (e.g. an encoder) to a :class:`socm_lib.PairResult`. The :math:`d_\Sigma`
-    and SOCM panels mark the value 1 (above it only when concentration is large, Chapter 4).
+    and SOCM panels mark the value 1 (above it only when the concentration ratio is large, Chapter 4).
     Returns the matplotlib Figure.
     """
     if not results:
