@@ -213,7 +213,8 @@ def socm_summary(
     client
         ``None`` (this machine's cores), or a ``distributed.Client``: the blocks run as tasks on its Dask cluster's
         workers (:mod:`socm_lib.distributed`; needs ``pip install socm-book[distributed]``), and the summary is the
-        one this machine gives, bit for bit, whatever the number of workers. The workers compute on their CPUs
+        one this machine gives, bit for bit, whatever the number of workers (on workers whose CPUs take other BLAS
+        kernels, the last bits can differ: the figures then agree to round-off). The workers compute on their CPUs
         (``device`` ``None`` or ``"cpu"``); ``on_pairs`` needs the pairs in order here and is not taken with it.
 
     Returns

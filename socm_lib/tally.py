@@ -3,11 +3,12 @@ r"""The running figures of a streamed summary, as a value that merges in any ord
 :func:`socm_lib.socm_summary` never holds all pairs: each block of the engine is folded into a :class:`Tally` and
 dropped. A tally is made so that the summary does not depend on how the pairs were grouped or in what order the
 groups arrive, so that threads finishing in any order and Dask workers in any number (:mod:`socm_lib.distributed`)
-give the same figures, bit for bit. :meth:`TallySpec.of_block` makes the tally of one block, :meth:`Tally.merge` adds
+give the same figures, bit for bit (where every worker takes the same BLAS kernels; on other CPUs the blocks'
+values, and so the figures, can differ in their last bits). :meth:`TallySpec.of_block` makes the tally of one block, :meth:`Tally.merge` adds
 one tally to another, and every part of it merges exactly and commutatively:
 
 * counts (pairs, pairs with :math:`d_\Sigma > 1`, histogram bins) are integers, added;
-* sums: each block's float64 sum (``numpy.sum``, the same block gives the same bits wherever it runs), and the sum
+* sums: each block's float64 sum (``numpy.sum``, the same block gives the same bits wherever it runs on the same kernels), and the sum
   of those kept exactly, as a :class:`fractions.Fraction` (every float is a fraction with a power-of-two
   denominator): the mean is that exact sum rounded once, the value ``math.fsum`` of the block sums gives, whatever
   their order or grouping;
